@@ -1,0 +1,34 @@
+# bayesgeom: every target sets itself up on a fresh machine (CPU only, no Hub needed).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE ?= 1
+
+.PHONY: setup test demo bench lint clean
+
+setup: $(STAMP)
+
+# torch==2.13.0 goes in the same pip call as the project: otherwise pip resolves a CUDA build (GBs).
+$(STAMP): pyproject.toml constraints.txt
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e ".[test]"
+	touch $(STAMP)
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q tests
+
+demo: setup
+	$(BIN)/bayesgeom demo
+
+bench: setup
+	$(BIN)/python benchmarks/windtunnel_speed.py
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV)

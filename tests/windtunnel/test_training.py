@@ -1,0 +1,130 @@
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from windtunnel import make_task
+from windtunnel.architectures import build_model
+from windtunnel.checkpoint import CheckpointError
+from windtunnel.evaluate import evaluate
+from windtunnel.training import RunDirError, TrainConfig, load_run, lr_at, train
+
+
+def _cfg(**kw) -> TrainConfig:
+    base = dict(task="bijection", task_params={"V": 6}, preset="tiny", steps=40, batch_size=32,
+                lr=5e-3, warmup_steps=5, eval_every=20, eval_size=64, final_eval_size=128,
+                log_every=10, ckpt_every=10)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+class Kill(Exception):
+    pass
+
+
+def test_short_training_lowers_entropy_mae(tmp_path):
+    cfg = _cfg(steps=250, eval_every=250, ckpt_every=250)
+    task = make_task("bijection", V=6)
+    before = evaluate(build_model(task, "transformer", "tiny", 0), task, n=256).entropy_mae_bits
+    res = train(cfg, tmp_path / "run", progress=False)
+    assert res.report.entropy_mae_bits < 0.5 * before
+    for f in ("run.json", "eval.json", "metrics.parquet", "figures.html", "model/model.safetensors",
+              "model/windtunnel.json"):
+        assert (tmp_path / "run" / f).exists(), f
+    rec = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert rec["status"] == "done" and rec["manifest"]["versions"]["torch"]
+
+
+def test_kill_and_resume_equals_uninterrupted(tmp_path):
+    cfg = _cfg(log_every=7)
+    full = train(cfg, tmp_path / "full", progress=False)
+
+    def die(step: int) -> None:
+        if step == 25:
+            raise Kill
+
+    with pytest.raises(Kill):
+        train(cfg, tmp_path / "cut", on_step=die, progress=False)
+    assert json.loads((tmp_path / "cut" / "run.json").read_text())["status"] == "running"
+    resumed = train(cfg, tmp_path / "cut", progress=False)
+
+    assert resumed.steps_done == full.steps_done == 40
+    a, b = load_run(tmp_path / "full").model.state_dict(), load_run(tmp_path / "cut").model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert resumed.report.entropy_mae_bits == full.report.entropy_mae_bits
+    cols = [c for c in full.log.columns if c != "elapsed_s"]
+    pd.testing.assert_frame_equal(full.log[cols], resumed.log[cols])
+
+
+def test_rerun_of_finished_run_returns_it(tmp_path):
+    cfg = _cfg(steps=10, eval_every=10)
+    first = train(cfg, tmp_path / "r", progress=False)
+    mtime = (tmp_path / "r" / "model" / "model.safetensors").stat().st_mtime_ns
+    again = train(cfg, tmp_path / "r", progress=False)
+    assert again.report.entropy_mae_bits == first.report.entropy_mae_bits
+    assert (tmp_path / "r" / "model" / "model.safetensors").stat().st_mtime_ns == mtime
+
+
+def test_output_dir_holding_another_run_is_refused_and_untouched(tmp_path):
+    train(_cfg(steps=10, eval_every=10), tmp_path / "r", progress=False)
+    before = (tmp_path / "r" / "eval.json").read_bytes()
+    with pytest.raises(RunDirError, match="holds another run"):
+        train(_cfg(steps=10, eval_every=10, seed=1), tmp_path / "r", progress=False)
+    assert (tmp_path / "r" / "eval.json").read_bytes() == before
+
+
+def test_unrelated_nonempty_dir_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(RunDirError, match="not empty"):
+        train(_cfg(), tmp_path, progress=False)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_corrupt_checkpoint_is_reported(tmp_path):
+    def die(step: int) -> None:
+        if step == 15:
+            raise Kill
+
+    with pytest.raises(Kill):
+        train(_cfg(), tmp_path / "r", on_step=die, progress=False)
+    ck = tmp_path / "r" / "checkpoints" / "step-0000010"
+    (ck / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(CheckpointError, match="corrupt"):
+        train(_cfg(), tmp_path / "r", progress=False)
+
+
+def test_missing_run_is_reported(tmp_path):
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_run(tmp_path / "nothing")
+    (tmp_path / "x").mkdir()
+    with pytest.raises(CheckpointError, match="not a bayesgeom run"):
+        load_run(tmp_path / "x")
+
+
+def test_dense_early_checkpoints(tmp_path):
+    train(_cfg(steps=30, dense_ckpt_until=20, dense_ckpt_every=5), tmp_path / "r", progress=False)
+    dense = sorted(p.name for p in (tmp_path / "r" / "checkpoints").glob("dense-*"))
+    assert dense == [f"dense-{s:07d}" for s in (5, 10, 15, 20)]
+
+
+def test_hmm_soft_target_training_runs_and_evaluates_longer(tmp_path):
+    cfg = _cfg(task="hmm", task_params={"K": 4, "max_K": 8}, steps=20, eval_every=20)
+    train(cfg, tmp_path / "h", progress=False)
+    run = load_run(tmp_path / "h")
+    rep = evaluate(run.model, run.task.with_K(8), n=32)
+    assert len(rep.per_position["h_bayes_bits"]) == 8
+    assert len(rep.per_layer["kl_bits"]) == 2
+
+
+def test_time_budget_stops_early(tmp_path):
+    res = train(_cfg(steps=100_000, max_minutes=0.02), tmp_path / "r", progress=False)
+    assert res.stop_reason == "time_budget" and res.steps_done < 100_000
+
+
+def test_schedule_warms_up_then_decays():
+    cfg = _cfg(steps=100, warmup_steps=10, lr=1.0, min_lr_ratio=0.1)
+    assert lr_at(cfg, 0) == pytest.approx(0.1)
+    assert lr_at(cfg, 9) == pytest.approx(1.0)
+    assert lr_at(cfg, 100) == pytest.approx(0.1)
+    assert lr_at(cfg, 55) == pytest.approx(0.55)

@@ -1,0 +1,107 @@
+"""Atomic result files and run manifests.
+
+Every file is written to a temporary sibling and moved into place with ``os.replace``, so a
+killed process leaves either the old file or the new one, never a half-written one.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp_path)`` then atomically move ``tmp_path`` to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    def w(p: Path) -> None:
+        p.write_text(json.dumps(obj, indent=2, default=_json_default) + "\n")
+
+    return atomic_write(path, w)
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    return atomic_write(path, lambda p: p.write_text(text))
+
+
+def write_table(path: str | Path, df: pd.DataFrame) -> Path:
+    """Write a DataFrame as parquet (``.parquet``) or CSV (anything else), atomically."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        return atomic_write(path, lambda p: df.to_parquet(p, index=False))
+    return atomic_write(path, lambda p: df.to_csv(p, index=False))
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def _version(pkg: str) -> str | None:
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def run_manifest(**extra: Any) -> dict[str, Any]:
+    """Versions, machine, time and command line, plus ``extra`` (seeds, model, dtype...)."""
+    import torch
+
+    return {
+        "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "command": sys.argv,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "versions": {
+            p: _version(p)
+            for p in ("bayesgeom", "torch", "transformers", "numpy", "pandas", "safetensors")
+        },
+        "git_commit": _git_commit(),
+        **extra,
+    }

@@ -1,0 +1,201 @@
+"""HMM filtering: track the hidden state of a fresh random HMM from its parameters and observations.
+
+Per sequence: S states, O symbols; each row of the transition matrix T (S×S) and emission matrix
+E (S×O) is Dirichlet(1), floored at 0.05, renormalised and discretised to a 0.01 grid with every
+entry >= 0.05 and rows summing to exactly 1 (held as integer cents). π₀ is uniform.
+
+Tokens (vocabulary 105 + S output tokens): ids 0..95 are the probabilities 0.05..1.00,
+96 ``[TRANS]``, 97 ``[EMIT]``, 98 ``[SEP]``, 99 ``[OBS]``, 100..100+O-1 the observation symbols,
+and 105..105+S-1 are *state* tokens, never in the input, that name the hypotheses the model
+outputs. Sequence: ``[TRANS] T (S·S) [EMIT] E (S·O) [SEP] ([OBS] o_t) × K`` — a 53-token header
+for S = O = 5. The prediction for step t is read at the position of o_t; its target is the exact
+filtering posterior p(s_t | o_0..o_t), computed in log space in float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from windtunnel.task import (
+    Task,
+    TaskBatch,
+    TaskConfigError,
+    config_dict,
+    entropy_bits_fp64,
+    register_task,
+)
+
+FLOOR_CENTS = 5
+N_PROB_TOKENS = 96  # 0.05 .. 1.00
+TRANS, EMIT, SEP, OBS = 96, 97, 98, 99
+OBS_BASE = 100
+STATE_BASE = 105
+
+
+@dataclass(frozen=True)
+class HMMConfig:
+    """``S`` states, ``O`` symbols, ``K`` observations per training sequence; ``max_K`` sizes
+    position tables for length-generalisation evaluation."""
+
+    S: int = 5
+    O: int = 5  # noqa: E741
+    K: int = 20
+    max_K: int = 50
+
+
+def discretise_rows(p: np.ndarray) -> np.ndarray:
+    """Discretise probability rows to integer cents: each entry >= 5, each row sums to 100.
+
+    ``p``: [..., n] rows summing to 1 with n * 5 <= 100. Rounds to the nearest cent, lifts
+    entries to the floor, then adds cents to the smallest entries or removes them from the largest
+    until the row sums to exactly 100. Returns int64 cents of the same shape.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    n = p.shape[-1]
+    if n * FLOOR_CENTS > 100:
+        raise TaskConfigError(f"{n} entries cannot each be >= 0.05 and sum to 1")
+    c = np.maximum(np.rint(p * 100).astype(np.int64), FLOOR_CENTS)
+    flat = c.reshape(-1, n)
+    for _ in range(100):
+        d = 100 - flat.sum(axis=1)
+        if not d.any():
+            break
+        rows = np.arange(flat.shape[0])
+        lo, hi = flat.argmin(axis=1), flat.argmax(axis=1)
+        up, down = d > 0, d < 0
+        flat[rows[up], lo[up]] += 1
+        flat[rows[down], hi[down]] -= 1
+    return flat.reshape(c.shape)
+
+
+def sample_hmm_params(rng: np.random.Generator, n: int, S: int, O: int) -> tuple[np.ndarray, np.ndarray]:  # noqa: E741
+    """Draw ``n`` HMMs. Returns integer cents (T [n,S,S], E [n,S,O])."""
+    mats = []
+    for cols in (S, O):
+        raw = rng.dirichlet(np.ones(cols), size=(n, S))
+        raw = np.maximum(raw, 0.05)
+        raw /= raw.sum(axis=-1, keepdims=True)
+        mats.append(discretise_rows(raw))
+    return mats[0], mats[1]
+
+
+def filtering_posterior(T: np.ndarray, E: np.ndarray, obs: np.ndarray) -> np.ndarray:
+    """Exact filtering posterior p(s_t | o_0..o_t) in float64, computed in log space.
+
+    ``T`` [n,S,S] and ``E`` [n,S,O] row-stochastic probabilities; ``obs`` [n,K] ints.
+    α₀ ∝ π₀ · E[:, o₀] (no transition at t = 0), α_t ∝ E[:, o_t] · (α_{t-1} T). Returns [n,K,S].
+    """
+    n, S, _ = T.shape
+    K = obs.shape[1]
+    logT, logE = np.log(T), np.log(E)
+    rows = np.arange(n)
+    out = np.empty((n, K, S))
+    log_a = np.full((n, S), -np.log(S)) + logE[rows, :, obs[:, 0]]
+    for t in range(K):
+        if t > 0:
+            # log Σ_{s'} α(s') T[s', s]
+            m = log_a[:, :, None] + logT
+            mx = m.max(axis=1, keepdims=True)
+            log_a = (mx + np.log(np.exp(m - mx).sum(axis=1, keepdims=True)))[:, 0]
+            log_a = log_a + logE[rows, :, obs[:, t]]
+        log_a = log_a - np.logaddexp.reduce(log_a, axis=1, keepdims=True)
+        out[:, t] = np.exp(log_a)
+    return out
+
+
+@register_task(HMMConfig)
+class HMMTask(Task):
+    name = "hmm"
+    soft_targets = True
+
+    def __init__(self, cfg: HMMConfig):
+        if cfg.S < 2 or cfg.O < 2:
+            raise TaskConfigError(f"HMM needs S >= 2 and O >= 2, got S={cfg.S}, O={cfg.O}")
+        if cfg.S != 5 or cfg.O != 5:
+            # The 105-token vocabulary reserves exactly five observation ids (100..104).
+            raise TaskConfigError("the HMM tokenizer is defined for S = O = 5 (paper setting)")
+        if cfg.K < 1:
+            raise TaskConfigError(f"HMM needs K >= 1 observations, got K={cfg.K}")
+        self.cfg = HMMConfig(cfg.S, cfg.O, cfg.K, max(cfg.max_K, cfg.K))
+        self.S, self.O, self.K = cfg.S, cfg.O, cfg.K
+
+    @property
+    def header_len(self) -> int:
+        return 3 + self.S * self.S + self.S * self.O
+
+    @property
+    def vocab_size(self) -> int:
+        return STATE_BASE + self.S
+
+    @property
+    def hyp_slice(self) -> slice:
+        return slice(STATE_BASE, STATE_BASE + self.S)
+
+    @property
+    def seq_len(self) -> int:
+        return self.header_len + 2 * self.K
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.header_len + 2 * self.cfg.max_K
+
+    def config(self) -> dict[str, Any]:
+        return config_dict(self.name, self.cfg)
+
+    def with_K(self, K: int) -> HMMTask:
+        """The same task at another sequence length (for length generalisation)."""
+        if K > self.cfg.max_K:
+            raise TaskConfigError(f"K={K} exceeds max_K={self.cfg.max_K} this task was sized for")
+        return HMMTask(HMMConfig(self.S, self.O, K, self.cfg.max_K))
+
+    def describe_tokens(self) -> dict[str, Any]:
+        return {
+            **super().describe_tokens(),
+            "prob_tokens": "0..95 = 0.05..1.00",
+            "specials": {"[TRANS]": TRANS, "[EMIT]": EMIT, "[SEP]": SEP, "[OBS]": OBS},
+            "obs_symbols": [OBS_BASE, OBS_BASE + self.O - 1],
+            "state_tokens": [STATE_BASE, STATE_BASE + self.S - 1],
+            "header_len": self.header_len,
+        }
+
+    def _sample(self, rng: np.random.Generator, n: int) -> TaskBatch:
+        S, O, K = self.S, self.O, self.K  # noqa: E741
+        Tc, Ec = sample_hmm_params(rng, n, S, O)
+        T, E = Tc / 100.0, Ec / 100.0
+        rows = np.arange(n)
+        states = np.empty((n, K), dtype=np.int64)
+        obs = np.empty((n, K), dtype=np.int64)
+        s = rng.integers(0, S, size=n)
+        for t in range(K):
+            states[:, t] = s
+            obs[:, t] = _categorical(rng, E[rows, s])
+            s = _categorical(rng, T[rows, s])
+        post = filtering_posterior(T, E, obs)
+
+        ids = np.empty((n, self.seq_len), dtype=np.int64)
+        ids[:, 0] = TRANS
+        ids[:, 1 : 1 + S * S] = Tc.reshape(n, -1) - FLOOR_CENTS
+        ids[:, 1 + S * S] = EMIT
+        ids[:, 2 + S * S : 2 + S * S + S * O] = Ec.reshape(n, -1) - FLOOR_CENTS
+        ids[:, self.header_len - 1] = SEP
+        ids[:, self.header_len :: 2] = OBS
+        ids[:, self.header_len + 1 :: 2] = OBS_BASE + obs
+        qpos = self.header_len + 1 + 2 * np.arange(K)
+        return TaskBatch(
+            input_ids=torch.from_numpy(ids),
+            query_pos=torch.from_numpy(qpos.astype(np.int64)),
+            targets=torch.from_numpy(states),
+            posterior=torch.from_numpy(post),
+            entropy_bits=torch.from_numpy(entropy_bits_fp64(post)),
+        )
+
+
+def _categorical(rng: np.random.Generator, p: np.ndarray) -> np.ndarray:
+    """One draw per row of ``p`` [n, k] by inverse CDF."""
+    u = rng.random((p.shape[0], 1))
+    idx = (np.cumsum(p, axis=1) < u).sum(axis=1)
+    return np.minimum(idx, p.shape[1] - 1)

@@ -1,0 +1,74 @@
+"""The wind-tunnel transformer: a stock Hugging Face ``GPT2LMHeadModel`` built from a preset.
+
+Pre-LayerNorm blocks, learned absolute positions, GELU MLP, tied embedding/unembedding, no
+dropout. Because it is a stock HF class, ``save_pretrained``/``from_pretrained`` work without
+bayesgeom, and ``interp`` hooks it exactly as it hooks a pretrained LLM. The paper's production
+model uses RMSNorm and bias-free attention (2,677,440 parameters); the GPT-2 layout adds
+LayerNorm and attention biases (2,684,544 parameters for bijection V = 20, +0.27 %).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from transformers import GPT2Config, GPT2LMHeadModel
+
+from windtunnel.task import Task, TaskConfigError
+
+
+@dataclass(frozen=True)
+class TransformerPreset:
+    """Depth, heads, width and MLP width of a wind-tunnel transformer."""
+
+    n_layer: int
+    n_head: int
+    d_model: int
+    d_ff: int
+
+
+TRANSFORMER_PRESETS: dict[str, TransformerPreset] = {
+    # Paper I production size: 6 layers, 6 heads, d_model 192, d_ff 768.
+    "paper": TransformerPreset(n_layer=6, n_head=6, d_model=192, d_ff=768),
+    # Trains to < 0.01 bits on bijection V = 20 within 10 minutes on 2 CPU cores (README table).
+    "small": TransformerPreset(n_layer=2, n_head=4, d_model=64, d_ff=256),
+    # A few-second model for tests.
+    "tiny": TransformerPreset(n_layer=2, n_head=2, d_model=32, d_ff=64),
+}
+
+
+def get_preset(name: str) -> TransformerPreset:
+    if name not in TRANSFORMER_PRESETS:
+        raise TaskConfigError(
+            f"unknown preset {name!r}; available: {', '.join(TRANSFORMER_PRESETS)}"
+        )
+    return TRANSFORMER_PRESETS[name]
+
+
+def transformer_config(task: Task, preset: TransformerPreset) -> GPT2Config:
+    """The ``GPT2Config`` for ``task`` at ``preset`` size (positions cover ``task.max_seq_len``)."""
+    if preset.d_model % preset.n_head:
+        raise TaskConfigError(f"d_model {preset.d_model} is not divisible by n_head {preset.n_head}")
+    return GPT2Config(
+        vocab_size=task.vocab_size,
+        n_positions=task.max_seq_len,
+        n_embd=preset.d_model,
+        n_layer=preset.n_layer,
+        n_head=preset.n_head,
+        n_inner=preset.d_ff,
+        activation_function="gelu",
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+        bayesgeom_preset=asdict(preset),
+    )
+
+
+def build_transformer(task: Task, preset: TransformerPreset) -> GPT2LMHeadModel:
+    model = GPT2LMHeadModel(transformer_config(task, preset))
+    # Eager attention is ~30 % faster than sdpa for these tiny CPU models and returns patterns.
+    model.set_attn_implementation("eager")
+    return model
