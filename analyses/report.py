@@ -12,9 +12,10 @@ import plotly.graph_objects as go
 from windtunnel.artifacts import write_text
 
 
-def html_report(path: Path, title: str, sections: list[tuple[str, object]],
-                manifest: dict | None = None) -> Path:
-    """Write ``sections`` — (heading, plotly Figure | DataFrame | str) — to one offline HTML file."""
+def html_report(
+    path: Path, title: str, sections: list[tuple[str, object]], manifest: dict | None = None
+) -> Path:
+    """Write ``sections`` — (heading, Figure | DataFrame | str) — to one offline HTML file."""
     parts = [f"<h1>{html.escape(title)}</h1>"]
     first_fig = True
     for heading, body in sections:
@@ -27,11 +28,16 @@ def html_report(path: Path, title: str, sections: list[tuple[str, object]],
         else:
             parts.append(f"<p>{html.escape(str(body))}</p>")
     if manifest is not None:
-        parts.append("<h2>Run manifest</h2><pre>" + html.escape(json.dumps(manifest, indent=2))
-                     + "</pre>")
-    style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-             "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;"
-             "text-align:right}pre{background:#f6f6f6;padding:1em;overflow:auto}")
-    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-           f"<style>{style}</style></head><body>{''.join(parts)}</body></html>")
+        parts.append(
+            "<h2>Run manifest</h2><pre>" + html.escape(json.dumps(manifest, indent=2)) + "</pre>"
+        )
+    style = (
+        "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+        "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;"
+        "text-align:right}pre{background:#f6f6f6;padding:1em;overflow:auto}"
+    )
+    doc = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{style}</style></head><body>{''.join(parts)}</body></html>"
+    )
     return write_text(path, doc)

@@ -1,4 +1,4 @@
-"""Wind tunnels: tasks with exact Bayes posteriors, small models, training and calibration metrics."""
+"""Wind tunnels: tasks with exact Bayes posteriors, small models, training, calibration."""
 
 from windtunnel.bijection import BijectionConfig, BijectionTask
 from windtunnel.hmm import HMMConfig, HMMTask

@@ -20,7 +20,6 @@ from typing import Any
 
 import pandas as pd
 
-
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -80,7 +79,10 @@ def _git_commit() -> str | None:
     try:
         out = subprocess.run(
             ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=False,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -34,7 +34,7 @@ Layout = Literal["sepvocab", "paired"]
 
 @dataclass(frozen=True)
 class BijectionConfig:
-    """``V`` hypotheses (values), ``L`` revealed keys (default V-1), token ``layout``, key sampling."""
+    """``V`` hypotheses (values), ``L`` revealed keys (default V-1), ``layout``, key sampling."""
 
     V: int = 20
     L: int | None = None
@@ -96,7 +96,7 @@ class BijectionTask(Task):
             keys = np.argsort(rng.random((n, V)), axis=1)[:, :L]
         vals = np.take_along_axis(perm, keys, axis=1)  # [n, L]
 
-        # Posterior at the k-th key: a delta if the key was seen, else uniform over unrevealed values.
+        # Posterior at the k-th key: delta if the key was seen, else uniform over unrevealed values.
         seen_key = np.zeros((n, V), dtype=bool)
         revealed = np.zeros((n, V), dtype=bool)
         post = np.zeros((n, L, V), dtype=np.float64)

@@ -22,7 +22,6 @@ from transformers.utils import logging as hf_logging
 import windtunnel.mlp  # noqa: F401  (registers the MLP baselines with the Auto classes)
 from windtunnel.artifacts import write_json, write_table, write_text
 
-
 hf_logging.disable_progress_bar()  # per-shard bars would drown the training progress bar
 
 
@@ -80,7 +79,9 @@ def latest_checkpoint_dir(root: Path) -> Path | None:
         return None
     d = root / ptr.read_text().strip()
     if not d.is_dir():
-        raise CheckpointError(f"{ptr} names {d.name}, which does not exist; the run directory is damaged")
+        raise CheckpointError(
+            f"{ptr} names {d.name}, which does not exist; the run directory is damaged"
+        )
     return d
 
 

@@ -72,7 +72,9 @@ def discretise_rows(p: np.ndarray) -> np.ndarray:
     return flat.reshape(c.shape)
 
 
-def sample_hmm_params(rng: np.random.Generator, n: int, S: int, O: int) -> tuple[np.ndarray, np.ndarray]:  # noqa: E741
+def sample_hmm_params(
+    rng: np.random.Generator, n: int, S: int, O: int  # noqa: E741
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``n`` HMMs. Returns integer cents (T [n,S,S], E [n,S,O])."""
     mats = []
     for cols in (S, O):
@@ -148,7 +150,7 @@ class HMMTask(Task):
 
     def with_K(self, K: int) -> HMMTask:
         """The same task at another sequence length (for length generalisation)."""
-        if K > self.cfg.max_K:
+        if self.cfg.max_K < K:
             raise TaskConfigError(f"K={K} exceeds max_K={self.cfg.max_K} this task was sized for")
         return HMMTask(HMMConfig(self.S, self.O, K, self.cfg.max_K))
 

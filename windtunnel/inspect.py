@@ -14,12 +14,14 @@ def batch_records(task: Task, batch: TaskBatch, digits: int = 6) -> list[dict[st
     for i in range(batch.n):
         positions = []
         for j, p in enumerate(batch.query_pos.tolist()):
-            positions.append({
-                "position": p,
-                "target_token": h0 + int(batch.targets[i, j]),
-                "posterior": [round(float(x), digits) for x in batch.posterior[i, j]],
-                "entropy_bits": round(float(batch.entropy_bits[i, j]), digits),
-            })
+            positions.append(
+                {
+                    "position": p,
+                    "target_token": h0 + int(batch.targets[i, j]),
+                    "posterior": [round(float(x), digits) for x in batch.posterior[i, j]],
+                    "entropy_bits": round(float(batch.entropy_bits[i, j]), digits),
+                }
+            )
         recs.append({"tokens": batch.input_ids[i].tolist(), "supervised": positions})
     return recs
 

@@ -50,7 +50,7 @@ class CalibrationStats:
 def calibration_stats(
     logp: torch.Tensor, posterior: torch.Tensor, targets: torch.Tensor
 ) -> CalibrationStats:
-    """``logp`` [B,Q,H] model log-probs (float32), ``posterior`` [B,Q,H] exact, ``targets`` [B,Q]."""
+    """``logp`` [B,Q,H] model log-probs (fp32); ``posterior`` [B,Q,H] exact; ``targets`` [B,Q]."""
     p_b = posterior.float()
     p_m = logp.exp()
     log_b = torch.log(p_b.clamp_min(KL_CLIP))
@@ -115,7 +115,9 @@ class CalibrationReport:
         return asdict(self)
 
 
-def report_from(acc: Accumulator, per_layer: dict[str, list[float]] | None = None) -> CalibrationReport:
+def report_from(
+    acc: Accumulator, per_layer: dict[str, list[float]] | None = None
+) -> CalibrationReport:
     c = acc.curves()
     return CalibrationReport(
         n_sequences=acc.n,

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -54,11 +56,11 @@ class _Block(nn.Module):
 
 
 class WindTunnelMLP(PreTrainedModel):
-    """Logits [B, T, vocab] for input ids [B, T]; ``hidden_states`` follow HF (last is post-norm)."""
+    """Logits [B, T, vocab] for ids [B, T]; ``hidden_states`` follow HF (last is post-norm)."""
 
     config_class = WindTunnelMLPConfig
     base_model_prefix = "mlp"
-    _tied_weights_keys = {"lm_head.weight": "embed.weight"}
+    _tied_weights_keys: ClassVar[dict[str, str]] = {"lm_head.weight": "embed.weight"}
 
     def __init__(self, config: WindTunnelMLPConfig):
         super().__init__(config)
@@ -100,7 +102,7 @@ class WindTunnelMLP(PreTrainedModel):
     ) -> CausalLMOutput:
         B, T = input_ids.shape
         c = self.config
-        if T > c.n_positions:
+        if c.n_positions < T:
             raise ValueError(f"sequence length {T} exceeds n_positions={c.n_positions}")
         pos = torch.arange(T, device=input_ids.device)
         e = self.embed(input_ids)

@@ -112,7 +112,10 @@ class Task(ABC):
 
     def describe_tokens(self) -> dict[str, Any]:
         """A short human-readable description of the token layout (for ``sample --json``)."""
-        return {"vocab_size": self.vocab_size, "hyp_slice": [self.hyp_slice.start, self.hyp_slice.stop]}
+        return {
+            "vocab_size": self.vocab_size,
+            "hyp_slice": [self.hyp_slice.start, self.hyp_slice.stop],
+        }
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def register_task(config_cls: type):
 
 
 def make_task(name: str, **params: Any) -> Task:
-    """Build a registered task by name; unknown names and parameters raise :class:`TaskConfigError`."""
+    """Build a registered task; unknown names or parameters raise :class:`TaskConfigError`."""
     if name not in TASKS:
         raise TaskConfigError(f"unknown task {name!r}; available: {', '.join(sorted(TASKS))}")
     reg = TASKS[name]

@@ -66,6 +66,9 @@ class TrainConfig:
     ckpt_every: int = 1000
     dense_ckpt_until: int = 0
     dense_ckpt_every: int = 100
+    #: Stop after this much training wall time (a final checkpoint is written). The cosine decay
+    #: then follows elapsed time, so the run still ends at the floor learning rate. Time-budgeted
+    #: runs are not bit-reproducible (where they stop depends on the machine).
     max_minutes: float | None = None
 
     def validate(self) -> Task:
@@ -104,13 +107,21 @@ class TrainResult:
     log: pd.DataFrame
 
 
-def lr_at(cfg: TrainConfig, step: int) -> float:
-    """Linear warm-up to ``lr``, then cosine decay to ``lr * min_lr_ratio`` at ``steps``."""
+def lr_at(cfg: TrainConfig, step: int, time_frac: float | None = None) -> float:
+    """Linear warm-up to ``lr``, then cosine decay to ``lr * min_lr_ratio``.
+
+    The decay runs over ``steps``, or over the wall-time budget when ``time_frac`` (elapsed
+    fraction of ``max_minutes``) is given, so a time-budgeted run also ends at the floor.
+    """
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     span = max(1, cfg.steps - cfg.warmup_steps)
     prog = min(1.0, (step - cfg.warmup_steps) / span)
-    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * prog)))
+    if time_frac is not None:
+        prog = max(prog, min(1.0, time_frac))
+    return cfg.lr * (
+        cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * prog))
+    )
 
 
 def task_loss(model: PreTrainedModel, task: Task, batch) -> torch.Tensor:
@@ -186,24 +197,42 @@ def train(
         log_rows = c.log.to_dict("records")
         run_loss, run_n = float(c.state["run_loss"]), int(c.state["run_n"])
     manifest = run_manifest(seed=cfg.seed, dtype="float32", params=n_params(model))
-    record = {"config": cfg.to_json(), "task": task.config(), "manifest": manifest,
-              "status": "running", "params": n_params(model)}
+    record = {
+        "config": cfg.to_json(),
+        "task": task.config(),
+        "manifest": manifest,
+        "status": "running",
+        "params": n_params(model),
+        "resumed_from_step": step if ck is not None else None,
+    }
     write_json(out / "run.json", record)
 
     model.train()
-    bar = tqdm(total=cfg.steps, initial=step, desc=f"{cfg.arch}/{cfg.task}", unit="step",
-               disable=not progress, dynamic_ncols=True)
+    bar = tqdm(
+        total=cfg.steps,
+        initial=step,
+        desc=f"{cfg.arch}/{cfg.task}",
+        unit="step",
+        disable=not progress,
+        dynamic_ncols=True,
+    )
     t0 = time.perf_counter() - elapsed
     stop = "steps"
     budget = None if cfg.max_minutes is None else cfg.max_minutes * 60.0
 
     def log_state() -> dict[str, Any]:
-        return {"elapsed_s": time.perf_counter() - t0, "seed": cfg.seed,
-                "run_loss": run_loss, "run_n": run_n}
+        return {
+            "elapsed_s": time.perf_counter() - t0,
+            "seed": cfg.seed,
+            "run_loss": run_loss,
+            "run_n": run_n,
+        }
 
     while step < cfg.steps:
+        frac = None if budget is None else (time.perf_counter() - t0) / budget
+        cur_lr = lr_at(cfg, step, frac)
         for g in opt.param_groups:
-            g["lr"] = lr_at(cfg, step)
+            g["lr"] = cur_lr
         batch = task.sample(cfg.batch_size, (cfg.seed, step))
         loss = task_loss(model, task, batch)
         if not torch.isfinite(loss):
@@ -219,23 +248,33 @@ def train(
 
         row: dict[str, Any] | None = None
         if step % cfg.log_every == 0 or step == cfg.steps:
-            row = {"step": step, "elapsed_s": time.perf_counter() - t0,
-                   "train_loss": run_loss / run_n, "lr": lr_at(cfg, step - 1)}
+            row = {
+                "step": step,
+                "elapsed_s": time.perf_counter() - t0,
+                "train_loss": run_loss / run_n,
+                "lr": cur_lr,
+            }
             run_loss, run_n = 0.0, 0
         if step % cfg.eval_every == 0:
             rep = evaluate(model, task, cfg.eval_size, cfg.seed, logit_lens=False)
             row = row or {"step": step, "elapsed_s": time.perf_counter() - t0}
-            row.update({
-                "eval_entropy_mae_bits": rep.entropy_mae_bits,
-                "eval_entropy_mae_curve_bits": rep.entropy_mae_curve_bits,
-                "eval_kl_bits": rep.kl_bits,
-                "eval_tvd": rep.tvd,
-                "eval_accuracy": rep.accuracy,
-            })
+            row.update(
+                {
+                    "eval_entropy_mae_bits": rep.entropy_mae_bits,
+                    "eval_entropy_mae_curve_bits": rep.entropy_mae_curve_bits,
+                    "eval_kl_bits": rep.kl_bits,
+                    "eval_tvd": rep.tvd,
+                    "eval_accuracy": rep.accuracy,
+                }
+            )
             bar.set_postfix(mae_bits=f"{rep.entropy_mae_bits:.4f}")
         if row is not None:
             log_rows.append(row)
-        if cfg.dense_ckpt_until and step <= cfg.dense_ckpt_until and step % cfg.dense_ckpt_every == 0:
+        if (
+            cfg.dense_ckpt_until
+            and step <= cfg.dense_ckpt_until
+            and step % cfg.dense_ckpt_every == 0
+        ):
             save_dense(ckroot, step, model)
         over_budget = budget is not None and time.perf_counter() - t0 >= budget
         if over_budget:
@@ -256,15 +295,24 @@ def train(
     write_table(out / "metrics.parquet", log)
     summary = _summary(cfg, task, model, step, report)
     write_json(out / "eval.json", summary)
+    _write_figures(out, log, report, cfg)
     record.update({"status": "done", "stop_reason": stop, "steps_done": step, "wall_s": wall})
     write_json(out / "run.json", record)
-    _write_figures(out, log, report, cfg)
     return TrainResult(out, step, stop, wall, report, log)
 
 
 def _log_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    cols = ["step", "elapsed_s", "train_loss", "lr", "eval_entropy_mae_bits",
-            "eval_entropy_mae_curve_bits", "eval_kl_bits", "eval_tvd", "eval_accuracy"]
+    cols = [
+        "step",
+        "elapsed_s",
+        "train_loss",
+        "lr",
+        "eval_entropy_mae_bits",
+        "eval_entropy_mae_curve_bits",
+        "eval_kl_bits",
+        "eval_tvd",
+        "eval_accuracy",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -272,25 +320,40 @@ def _save_final(out: Path, model: PreTrainedModel, cfg: TrainConfig, task: Task)
     tmp, final = out / ".tmp-model", out / "model"
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, safe_serialization=True)
-    write_json(tmp / "windtunnel.json", {"task": task.config(), "arch": cfg.arch,
-                                          "preset": cfg.preset, "seed": cfg.seed})
+    write_json(
+        tmp / "windtunnel.json",
+        {"task": task.config(), "arch": cfg.arch, "preset": cfg.preset, "seed": cfg.seed},
+    )
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
 
 
 def _summary(cfg: TrainConfig, task: Task, model, steps: int, rep: CalibrationReport) -> dict:
-    return {"task": cfg.task, "task_config": task.config(), "arch": cfg.arch,
-            "preset": cfg.preset, "params": n_params(model), "steps": steps, "seed": cfg.seed,
-            "entropy_mae_metric": "per-sample mean |H_model - H_Bayes| (bits)",
-            **rep.to_dict()}
+    return {
+        "task": cfg.task,
+        "task_config": task.config(),
+        "arch": cfg.arch,
+        "preset": cfg.preset,
+        "params": n_params(model),
+        "steps": steps,
+        "seed": cfg.seed,
+        "entropy_mae_metric": "per-sample mean |H_model - H_Bayes| (bits)",
+        **rep.to_dict(),
+    }
 
 
 def _finished(out: Path, rec: dict[str, Any]) -> TrainResult:
     summary = json.loads((out / "eval.json").read_text())
     log = pd.read_parquet(out / "metrics.parquet")
     rep = CalibrationReport(**{k: summary[k] for k in CalibrationReport.__dataclass_fields__})
-    return TrainResult(out, int(rec["steps_done"]), rec.get("stop_reason", "steps"),
-                       float(rec.get("wall_s", 0.0)), rep, log)
+    return TrainResult(
+        out,
+        int(rec["steps_done"]),
+        rec.get("stop_reason", "steps"),
+        float(rec.get("wall_s", 0.0)),
+        rep,
+        log,
+    )
 
 
 def _write_figures(out: Path, log: pd.DataFrame, rep: CalibrationReport, cfg: TrainConfig) -> None:

@@ -47,7 +47,9 @@ def get_preset(name: str) -> TransformerPreset:
 def transformer_config(task: Task, preset: TransformerPreset) -> GPT2Config:
     """The ``GPT2Config`` for ``task`` at ``preset`` size (positions cover ``task.max_seq_len``)."""
     if preset.d_model % preset.n_head:
-        raise TaskConfigError(f"d_model {preset.d_model} is not divisible by n_head {preset.n_head}")
+        raise TaskConfigError(
+            f"d_model {preset.d_model} is not divisible by n_head {preset.n_head}"
+        )
     return GPT2Config(
         vocab_size=task.vocab_size,
         n_positions=task.max_seq_len,

@@ -8,13 +8,28 @@ import pytest
 
 from analyses.cli import main
 
-TINY = ["--preset", "tiny", "--V", "6", "--steps", "20", "--batch-size", "16", "--eval-every", "20",
-        "--eval-size", "32", "--no-progress"]
+TINY = [
+    "--preset",
+    "tiny",
+    "--V",
+    "6",
+    "--steps",
+    "20",
+    "--batch-size",
+    "16",
+    "--eval-every",
+    "20",
+    "--eval-size",
+    "32",
+    "--no-progress",
+]
 
 
 def test_sample_json_has_posteriors(capsys):
-    assert main(["windtunnel", "sample", "--task", "bijection", "--n", "2", "--seed", "3",
-                 "--json"]) == 0
+    assert (
+        main(["windtunnel", "sample", "--task", "bijection", "--n", "2", "--seed", "3", "--json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["task"]["task"] == "bijection" and len(out["sequences"]) == 2
     first = out["sequences"][0]["supervised"][0]
@@ -54,8 +69,18 @@ def test_train_then_eval_json_and_refuse_other_run(tmp_path, capsys):
     capsys.readouterr()
     assert main(["windtunnel", "eval", out, "--json", "--n", "64"]) == 0
     res = json.loads(capsys.readouterr().out)
-    for k in ("task", "arch", "params", "steps", "entropy_mae_bits", "kl_bits", "tvd", "accuracy",
-              "per_position", "per_layer"):
+    for k in (
+        "task",
+        "arch",
+        "params",
+        "steps",
+        "entropy_mae_bits",
+        "kl_bits",
+        "tvd",
+        "accuracy",
+        "per_position",
+        "per_layer",
+    ):
         assert k in res
     assert res["steps"] == 20 and len(res["per_position"]["h_bayes_bits"]) == 5
     before = (tmp_path / "run" / "eval.json").read_bytes()
@@ -74,6 +99,7 @@ def test_eval_reports_a_corrupt_model(tmp_path, capsys):
 
 def test_console_script_exit_status():
     exe = shutil.which("bayesgeom") or f"{sys.prefix}/bin/bayesgeom"
-    p = subprocess.run([exe, "windtunnel", "sample", "--task", "nope"], capture_output=True,
-                       text=True, timeout=120)
+    p = subprocess.run(
+        [exe, "windtunnel", "sample", "--task", "nope"], capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 2 and "unknown task" in p.stderr

@@ -82,8 +82,12 @@ def test_sampling_is_deterministic_and_fresh():
 
 @pytest.mark.parametrize(
     "params, msg",
-    [({"V": 1}, "V >= 2"), ({"V": 5, "L": 6}, "without replacement"), ({"layout": "x"}, "layout"),
-     ({"Q": 3}, "no parameter")],
+    [
+        ({"V": 1}, "V >= 2"),
+        ({"V": 5, "L": 6}, "without replacement"),
+        ({"layout": "x"}, "layout"),
+        ({"Q": 3}, "no parameter"),
+    ],
 )
 def test_bad_task_parameters(params, msg):
     with pytest.raises(TaskConfigError, match=msg):

@@ -49,8 +49,9 @@ def test_filtering_posterior_matches_enumeration_over_hidden_paths():
     post = filtering_posterior(T, E, obs)
     for i in range(3):
         for t in range(5):
-            np.testing.assert_allclose(post[i, t], _brute_force(T[i], E[i], obs[i, : t + 1]),
-                                       rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(
+                post[i, t], _brute_force(T[i], E[i], obs[i, : t + 1]), rtol=1e-12, atol=1e-14
+            )
 
 
 def test_token_layout_and_lengths():
@@ -61,7 +62,7 @@ def test_token_layout_and_lengths():
     assert (ids[:, 0] == TRANS).all() and (ids[:, 26] == EMIT).all() and (ids[:, 52] == SEP).all()
     assert (ids[:, 1:26] <= 95).all() and (ids[:, 27:52] <= 95).all()
     # probability tokens decode to rows summing to exactly 1.00
-    T = (ids[:, 1:26].reshape(4, 5, 5) + 5)
+    T = ids[:, 1:26].reshape(4, 5, 5) + 5
     assert (T.sum(-1) == 100).all()
     assert (ids[:, 53::2] == OBS).all()
     assert ((ids[:, 54::2] >= OBS_BASE) & (ids[:, 54::2] < OBS_BASE + 5)).all()

@@ -12,9 +12,20 @@ from windtunnel.training import RunDirError, TrainConfig, load_run, lr_at, train
 
 
 def _cfg(**kw) -> TrainConfig:
-    base = dict(task="bijection", task_params={"V": 6}, preset="tiny", steps=40, batch_size=32,
-                lr=5e-3, warmup_steps=5, eval_every=20, eval_size=64, final_eval_size=128,
-                log_every=10, ckpt_every=10)
+    base = dict(
+        task="bijection",
+        task_params={"V": 6},
+        preset="tiny",
+        steps=40,
+        batch_size=32,
+        lr=5e-3,
+        warmup_steps=5,
+        eval_every=20,
+        eval_size=64,
+        final_eval_size=128,
+        log_every=10,
+        ckpt_every=10,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -29,8 +40,14 @@ def test_short_training_lowers_entropy_mae(tmp_path):
     before = evaluate(build_model(task, "transformer", "tiny", 0), task, n=256).entropy_mae_bits
     res = train(cfg, tmp_path / "run", progress=False)
     assert res.report.entropy_mae_bits < 0.5 * before
-    for f in ("run.json", "eval.json", "metrics.parquet", "figures.html", "model/model.safetensors",
-              "model/windtunnel.json"):
+    for f in (
+        "run.json",
+        "eval.json",
+        "metrics.parquet",
+        "figures.html",
+        "model/model.safetensors",
+        "model/windtunnel.json",
+    ):
         assert (tmp_path / "run" / f).exists(), f
     rec = json.loads((tmp_path / "run" / "run.json").read_text())
     assert rec["status"] == "done" and rec["manifest"]["versions"]["torch"]
@@ -50,7 +67,10 @@ def test_kill_and_resume_equals_uninterrupted(tmp_path):
     resumed = train(cfg, tmp_path / "cut", progress=False)
 
     assert resumed.steps_done == full.steps_done == 40
-    a, b = load_run(tmp_path / "full").model.state_dict(), load_run(tmp_path / "cut").model.state_dict()
+    a, b = (
+        load_run(tmp_path / "full").model.state_dict(),
+        load_run(tmp_path / "cut").model.state_dict(),
+    )
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert resumed.report.entropy_mae_bits == full.report.entropy_mae_bits
     cols = [c for c in full.log.columns if c != "elapsed_s"]
@@ -128,3 +148,6 @@ def test_schedule_warms_up_then_decays():
     assert lr_at(cfg, 9) == pytest.approx(1.0)
     assert lr_at(cfg, 100) == pytest.approx(0.1)
     assert lr_at(cfg, 55) == pytest.approx(0.55)
+    # under a wall-time budget the decay follows elapsed time
+    assert lr_at(cfg, 20, time_frac=1.0) == pytest.approx(0.1)
+    assert lr_at(cfg, 20, time_frac=0.5) == pytest.approx(0.55)
