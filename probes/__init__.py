@@ -1,0 +1,110 @@
+"""Numerics on activation arrays and weight matrices; knows nothing about models.
+
+Inputs are numpy arrays (any float dtype; accumulation is float64). Entropies are in bits;
+variance ratios, focusing and thresholds are fractions. Depends on numpy and safetensors only.
+"""
+
+from probes.attention_entropy import (
+    AttentionEntropyProfile,
+    attention_entropy_bits,
+    attention_entropy_profile,
+    focusing_fraction,
+    head_entropies,
+)
+from probes.bootstrap import Interval, mean_interval, percentile_interval, resample_indices
+from probes.cka import linear_cka
+from probes.correlation import CorrelationResult, correlation_with_ci, pearson, spearman
+from probes.dimensionality import dimension_at_variance, participation_ratio
+from probes.domain_manifold import (
+    DomainManifold,
+    ManifoldProjection,
+    fit_domain_manifold,
+    fit_domain_manifolds,
+    manifold_angle_table,
+    project_onto_manifold,
+)
+from probes.entropy_axis import AxisProvenance, EntropyAxis, fit_entropy_axis, prompt_set_hash
+from probes.entropy_probe import ProbeConfig, ProbeResult, entropy_probe, entropy_probe_table
+from probes.key_orthogonality import (
+    LayerOrthogonality,
+    RandomBaseline,
+    TokenKeyOrthogonality,
+    exact_abs_cos_expectation,
+    gaussian_abs_cos_baseline,
+    head_key_orthogonality,
+    layer_key_orthogonality,
+    random_init_baseline,
+    split_key_weight,
+    token_key_orthogonality,
+)
+from probes.pca import PCAResult, fit_pca
+from probes.pca_summary import PCASummary, bootstrap_variance_ratios, summarize_pca
+from probes.qk_alignment import QKAlignment, qk_alignment, qk_alignment_profile, qk_cosines
+from probes.streaming_entropy_probe import StreamingEntropyProbe
+from probes.streaming_moments import StreamingMoments
+from probes.streaming_pca import StreamingPCA
+from probes.subspace_angles import principal_angles
+from probes.validation_criteria import CriteriaResult, CriteriaThresholds, validation_criteria
+from probes.value_manifold import ValueManifoldSummary, ordering_score, value_manifold_summary
+
+__all__ = [
+    "AttentionEntropyProfile",
+    "AxisProvenance",
+    "CorrelationResult",
+    "CriteriaResult",
+    "CriteriaThresholds",
+    "DomainManifold",
+    "EntropyAxis",
+    "Interval",
+    "LayerOrthogonality",
+    "ManifoldProjection",
+    "PCAResult",
+    "PCASummary",
+    "ProbeConfig",
+    "ProbeResult",
+    "QKAlignment",
+    "RandomBaseline",
+    "StreamingEntropyProbe",
+    "StreamingMoments",
+    "StreamingPCA",
+    "TokenKeyOrthogonality",
+    "ValueManifoldSummary",
+    "attention_entropy_bits",
+    "attention_entropy_profile",
+    "bootstrap_variance_ratios",
+    "correlation_with_ci",
+    "dimension_at_variance",
+    "entropy_probe",
+    "entropy_probe_table",
+    "exact_abs_cos_expectation",
+    "fit_domain_manifold",
+    "fit_domain_manifolds",
+    "fit_entropy_axis",
+    "fit_pca",
+    "focusing_fraction",
+    "gaussian_abs_cos_baseline",
+    "head_entropies",
+    "head_key_orthogonality",
+    "layer_key_orthogonality",
+    "linear_cka",
+    "manifold_angle_table",
+    "mean_interval",
+    "ordering_score",
+    "participation_ratio",
+    "pearson",
+    "percentile_interval",
+    "principal_angles",
+    "project_onto_manifold",
+    "prompt_set_hash",
+    "qk_alignment",
+    "qk_alignment_profile",
+    "qk_cosines",
+    "random_init_baseline",
+    "resample_indices",
+    "spearman",
+    "split_key_weight",
+    "summarize_pca",
+    "token_key_orthogonality",
+    "validation_criteria",
+    "value_manifold_summary",
+]

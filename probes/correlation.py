@@ -1,0 +1,88 @@
+"""Pearson and Spearman correlation of a component with a target, with bootstrap CIs.
+
+All functions work along the last axis, so a stack of bootstrap replicates [B, n] is handled in
+one call. Spearman is Pearson on average-tie ranks (ties matter: bootstrap resamples repeat
+rows). A constant input gives NaN. The sign of a PC is arbitrary: report |ρ| for PC1 vs entropy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from probes.arrays import as_vector
+from probes.bootstrap import Interval, percentile_interval, resample_indices
+
+
+def average_ranks(a: object) -> np.ndarray:
+    """1-based ranks along the last axis, ties given their average rank. Same shape, float64."""
+    x = np.asarray(a, dtype=np.float64)
+    n = x.shape[-1]
+    order = np.argsort(x, axis=-1, kind="stable")
+    s = np.take_along_axis(x, order, axis=-1)
+    pos = np.broadcast_to(np.arange(n), s.shape)
+    differs = s[..., 1:] != s[..., :-1]
+    first = np.concatenate([np.ones((*s.shape[:-1], 1), bool), differs], axis=-1)
+    last = np.concatenate([differs, np.ones((*s.shape[:-1], 1), bool)], axis=-1)
+    start = np.maximum.accumulate(np.where(first, pos, 0), axis=-1)
+    end = np.flip(np.minimum.accumulate(np.flip(np.where(last, pos, n), -1), axis=-1), -1)
+    ranks = np.empty_like(s)
+    np.put_along_axis(ranks, order, (start + end) / 2.0 + 1.0, axis=-1)
+    return ranks
+
+
+def pearson(x: object, y: object) -> np.ndarray | float:
+    """Pearson r along the last axis (NaN where either input is constant)."""
+    a = np.asarray(x, dtype=np.float64)
+    b = np.asarray(y, dtype=np.float64)
+    a = a - a.mean(axis=-1, keepdims=True)
+    b = b - b.mean(axis=-1, keepdims=True)
+    den = np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(den > 0, (a * b).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
+    r = np.clip(r, -1.0, 1.0)
+    return float(r) if r.ndim == 0 else r
+
+
+def spearman(x: object, y: object) -> np.ndarray | float:
+    """Spearman ρ along the last axis (Pearson on average-tie ranks)."""
+    return pearson(average_ranks(x), average_ranks(y))
+
+
+@dataclass(frozen=True)
+class CorrelationResult:
+    """Spearman and Pearson correlation of ``component`` with ``target`` over n samples.
+
+    Both CIs come from the same bootstrap resamples of the (component, target) pairs; the
+    component itself is held fixed (the CI is conditional on the fitted PC / axis).
+    """
+
+    n: int
+    spearman: Interval
+    pearson: Interval
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def correlation_with_ci(
+    component: object,
+    target: object,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int | np.random.Generator | None = 0,
+) -> CorrelationResult:
+    """Correlate a component's coordinates [n] with a target [n] (e.g. next-token entropy)."""
+    c = as_vector(component, "component")
+    t = as_vector(target, "target", n=c.size)
+    if c.size < 3:
+        raise ValueError(f"need at least 3 samples, got {c.size}")
+    idx = resample_indices(c.size, n_resamples, seed)
+    cb, tb = c[idx], t[idx]
+    return CorrelationResult(
+        n=c.size,
+        spearman=percentile_interval(float(spearman(c, t)), spearman(cb, tb), level),
+        pearson=percentile_interval(float(pearson(c, t)), pearson(cb, tb), level),
+    )
