@@ -32,8 +32,11 @@ def _add_task_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", default="bijection", help="task name: bijection or hmm")
     for flag, (_, typ, _tasks, hlp) in _TASK_OPTS.items():
         p.add_argument(flag, type=typ, default=None, help=hlp)
-    p.add_argument("--replacement", action="store_true",
-                   help="bijection: draw keys with replacement (saw-tooth entropy curve)")
+    p.add_argument(
+        "--replacement",
+        action="store_true",
+        help="bijection: draw keys with replacement (saw-tooth entropy curve)",
+    )
 
 
 def _task_params(a: argparse.Namespace) -> dict[str, Any]:
@@ -60,8 +63,16 @@ def cmd_sample(a: argparse.Namespace) -> int:
     task = make_task(a.task, **_task_params(a))
     recs = batch_records(task, task.sample(a.n, a.seed))
     if a.json:
-        print(json.dumps({"task": task.config(), "tokens": task.describe_tokens(),
-                          "seed": a.seed, "sequences": recs}))
+        print(
+            json.dumps(
+                {
+                    "task": task.config(),
+                    "tokens": task.describe_tokens(),
+                    "seed": a.seed,
+                    "sequences": recs,
+                }
+            )
+        )
     else:
         print(format_records(task, recs))
     return 0
@@ -71,17 +82,31 @@ def cmd_train(a: argparse.Namespace) -> int:
     from windtunnel.training import TrainConfig, train
 
     cfg = TrainConfig(
-        task=a.task, task_params=_task_params(a), arch=a.arch, preset=a.preset, steps=a.steps,
-        seed=a.seed, batch_size=a.batch_size, lr=a.lr, warmup_steps=a.warmup_steps,
-        weight_decay=a.weight_decay, grad_clip=a.grad_clip, eval_every=a.eval_every,
-        eval_size=a.eval_size, ckpt_every=a.ckpt_every, dense_ckpt_until=a.dense_ckpt_until,
-        dense_ckpt_every=a.dense_ckpt_every, max_minutes=a.max_minutes,
+        task=a.task,
+        task_params=_task_params(a),
+        arch=a.arch,
+        preset=a.preset,
+        steps=a.steps,
+        seed=a.seed,
+        batch_size=a.batch_size,
+        lr=a.lr,
+        warmup_steps=a.warmup_steps,
+        weight_decay=a.weight_decay,
+        grad_clip=a.grad_clip,
+        eval_every=a.eval_every,
+        eval_size=a.eval_size,
+        ckpt_every=a.ckpt_every,
+        dense_ckpt_until=a.dense_ckpt_until,
+        dense_ckpt_every=a.dense_ckpt_every,
+        max_minutes=a.max_minutes,
     )
     res = train(cfg, a.out, progress=not a.no_progress)
     r = res.report
-    print(f"{cfg.arch} on {cfg.task}: {res.steps_done} steps in {res.wall_s:.0f} s "
-          f"({res.stop_reason}); entropy MAE {r.entropy_mae_bits:.4g} bits, "
-          f"KL {r.kl_bits:.4g} bits, accuracy {r.accuracy:.3f} -> {res.out}")
+    print(
+        f"{cfg.arch} on {cfg.task}: {res.steps_done} steps in {res.wall_s:.0f} s "
+        f"({res.stop_reason}); entropy MAE {r.entropy_mae_bits:.4g} bits, "
+        f"KL {r.kl_bits:.4g} bits, accuracy {r.accuracy:.3f} -> {res.out}"
+    )
     return 0
 
 
@@ -98,16 +123,32 @@ def cmd_eval(a: argparse.Namespace) -> int:
             raise CLIError("--K applies to HMM runs only")
         task = task.with_K(a.K)
     rep = evaluate(run.model, task, n=a.n, seed=a.seed, progress=not a.json)
-    out = {"task": task.config()["task"], "task_config": task.config(), "arch": run.arch,
-           "params": n_params(run.model), "steps": run.steps, "path": str(run.path),
-           "entropy_mae_metric": "per-sample mean |H_model - H_Bayes| (bits)", **rep.to_dict()}
+    out = {
+        "task": task.config()["task"],
+        "task_config": task.config(),
+        "arch": run.arch,
+        "params": n_params(run.model),
+        "steps": run.steps,
+        "path": str(run.path),
+        "entropy_mae_metric": "per-sample mean |H_model - H_Bayes| (bits)",
+        **rep.to_dict(),
+    }
     if a.json:
         print(json.dumps(out))
     else:
-        print(f"{run.arch} on {out['task']} ({out['params']:,} params, {run.steps} steps), "
-              f"{rep.n_sequences} held-out sequences")
-        for k in ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "kl_model_bayes_bits",
-                  "tvd", "accuracy", "map_agreement"):
+        print(
+            f"{run.arch} on {out['task']} ({out['params']:,} params, {run.steps} steps), "
+            f"{rep.n_sequences} held-out sequences"
+        )
+        for k in (
+            "entropy_mae_bits",
+            "entropy_mae_curve_bits",
+            "kl_bits",
+            "kl_model_bayes_bits",
+            "tvd",
+            "accuracy",
+            "map_agreement",
+        ):
             print(f"  {k:<24} {out[k]:.6g}")
     return 0
 
@@ -116,6 +157,77 @@ def cmd_demo(a: argparse.Namespace) -> int:
     from analyses.demo import DemoConfig, run_demo
 
     run_demo(DemoConfig(out=Path(a.out), quick=a.quick))
+    return 0
+
+
+# ---------------------------------------------------------------- interp: capture / models
+def _read_prompts(path: str) -> list[str]:
+    """One prompt per line; a blank line is an error (it would shift every prompt index)."""
+    p = Path(path)
+    if not p.is_file():
+        raise CLIError(f"prompts file {p} does not exist")
+    lines = p.read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    lines = [line.rstrip("\r") for line in lines]
+    if not lines:
+        raise CLIError(f"{p} holds no prompts (one prompt per line)")
+    blank = next((i for i, line in enumerate(lines, 1) if not line.strip()), None)
+    if blank is not None:
+        raise CLIError(f"{p}: line {blank} is empty; remove blank lines (one prompt per line)")
+    return lines
+
+
+def _positions(text: str) -> str | list[int]:
+    if text in ("last", "all"):
+        return text
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"positions must be 'last', 'all' or comma-separated indices, not {text!r}"
+        ) from None
+
+
+def cmd_capture(a: argparse.Namespace) -> int:
+    from interp import capture, load
+
+    prompts = _read_prompts(a.prompts)
+    model = load(a.model, dtype=a.dtype, device=a.device, revision=a.revision, backend=a.backend)
+    store = capture(model, prompts, a.sites, a.positions, batch_size=a.batch_size, out=a.out,
+                    prompts_per_shard=a.shard_prompts, store_dtype=a.store_dtype,
+                    progress=not a.no_progress, seed=a.seed)
+    print(f"captured {len(store)} rows x {len(store.sites)} sites from {len(prompts)} prompts "
+          f"({model.info.name}, backend {model.info.backend}) -> {a.out}")
+    return 0
+
+
+def cmd_models(a: argparse.Namespace) -> int:
+    from interp import embedded_model
+    from interp.families import FAMILIES
+    from interp.model import BACKENDS
+    from interp.user_cache import cache_root
+
+    info = {
+        "families": [{"name": f.name, "model_types": list(f.model_types),
+                      "description": f.description} for f in FAMILIES],
+        "generic": "any other HF causal LM with standard module names (q_proj/k_proj/v_proj...)",
+        "default_model": embedded_model.cache_info(),
+        "cache_root": str(cache_root()),
+        "backends": list(BACKENDS),
+    }
+    if a.json:
+        print(json.dumps(info))
+        return 0
+    print("families with first-class adapters:")
+    for f in info["families"]:
+        print(f"  {f['name']:<10} {f['description']}")
+    print(f"  {'generic':<10} {info['generic']}")
+    d = info["default_model"]
+    state = f"cached ({d['cache_bytes'] / 2**20:.0f} MiB)" if d["cached"] else "not converted yet"
+    print(f"default model: {d['name']} - {d['description']}")
+    print(f"  cache: {d['cache_dir']} [{state}]")
+    print(f"backends: {', '.join(info['backends'])}")
     return 0
 
 
@@ -157,11 +269,19 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--eval-every", type=int, default=dflt.eval_every)
     t.add_argument("--eval-size", type=int, default=dflt.eval_size)
     t.add_argument("--ckpt-every", type=int, default=dflt.ckpt_every)
-    t.add_argument("--dense-ckpt-until", type=int, default=0,
-                   help="also keep model-only checkpoints every --dense-ckpt-every steps until here")
+    t.add_argument(
+        "--dense-ckpt-until",
+        type=int,
+        default=0,
+        help="also keep model-only checkpoints every --dense-ckpt-every steps until here",
+    )
     t.add_argument("--dense-ckpt-every", type=int, default=dflt.dense_ckpt_every)
-    t.add_argument("--max-minutes", type=float, default=None,
-                   help="stop (with a final checkpoint) after this much training wall time")
+    t.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="stop (with a final checkpoint) after this much training wall time",
+    )
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(fn=cmd_train)
 
@@ -172,6 +292,31 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--K", type=int, default=None, help="HMM: evaluate at another length")
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.set_defaults(fn=cmd_eval)
+
+    c = sub.add_parser("capture", help="capture model activations at named sites to a store")
+    c.add_argument("--model", default=None,
+                   help="Hub name, local or wind-tunnel directory (default: embedded SmolLM2)")
+    c.add_argument("--prompts", required=True, help="text file, one prompt per line")
+    c.add_argument("--sites", nargs="+", required=True,
+                   help="site names, e.g. resid_post.* attn.-1.v attn.-1.pattern logits")
+    c.add_argument("--positions", type=_positions, default="last",
+                   help="last (default), all, or comma-separated indices such as 0,-1")
+    c.add_argument("--out", required=True, help="store directory (an unfinished one resumes)")
+    c.add_argument("--backend", choices=["hf", "transformer_lens"], default="hf")
+    c.add_argument("--batch-size", type=int, default=8)
+    c.add_argument("--shard-prompts", type=int, default=None,
+                   help="prompts per shard (default: about 32 MiB of activations per shard)")
+    c.add_argument("--dtype", default=None, help="model dtype: float32, bfloat16, float16, auto")
+    c.add_argument("--store-dtype", default="float32", help="stored dtype (default float32)")
+    c.add_argument("--device", default=None)
+    c.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--no-progress", action="store_true")
+    c.set_defaults(fn=cmd_capture)
+
+    m = sub.add_parser("models", help="list model families, the default model and its cache")
+    m.add_argument("--json", action="store_true", help="print one JSON object")
+    m.set_defaults(fn=cmd_models)
     return p
 
 
@@ -179,13 +324,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = build_parser()
     a = parser.parse_args(argv)
+    from interp.errors import InterpError
     from windtunnel.checkpoint import CheckpointError
     from windtunnel.task import TaskConfigError
     from windtunnel.training import RunDirError
 
     try:
         return a.fn(a)
-    except (CLIError, TaskConfigError, RunDirError, CheckpointError, FloatingPointError) as e:
+    except (CLIError, TaskConfigError, RunDirError, CheckpointError, FloatingPointError,
+            InterpError) as e:
         print(f"bayesgeom: error: {e}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -1,0 +1,77 @@
+"""interp: load, hook, capture and intervene on causal LMs, pretrained or wind-tunnel.
+
+    import interp
+    model = interp.load()                       # embedded SmolLM2-135M, offline
+    store = interp.capture(model, ["The capital of France is"], ["resid_post.*", "attn.-1.v"])
+    store["attn.29.v"].shape                    # [1, 3, 64]: last token, 3 kv heads of 64
+    with interp.intervene(model, interp.ProjectOut("attn.-1.v", axis, positions="last")):
+        model.logits(["The capital of France is"])
+
+Site names are listed in :mod:`interp.sites`; everything raises :class:`InterpError` subclasses
+with actionable messages.
+"""
+
+from interp.activation_store import ActivationStore
+from interp.capture import capture
+from interp.directions import projection_std, random_controls
+from interp.embedded_model import EMBEDDED_NAME
+from interp.errors import (
+    DirectionShapeError,
+    InterpError,
+    ModelNotAvailableError,
+    NilInterventionError,
+    NilInterventionWarning,
+    NonFiniteActivationError,
+    PositionError,
+    PromptError,
+    SiteNotLocatedError,
+    StoreError,
+    UnknownSiteError,
+    UnsupportedArchitectureError,
+)
+from interp.families import FAMILIES, AttentionGeometry
+from interp.interventions import (
+    AddVector,
+    Intervention,
+    InterventionHandle,
+    KeepOnly,
+    ProjectOut,
+    ShiftAlong,
+    intervene,
+)
+from interp.loading import load
+from interp.model import InterpModel
+from interp.sites import SITE_KINDS, Site
+
+__all__ = [
+    "EMBEDDED_NAME",
+    "FAMILIES",
+    "SITE_KINDS",
+    "ActivationStore",
+    "AddVector",
+    "AttentionGeometry",
+    "DirectionShapeError",
+    "InterpError",
+    "InterpModel",
+    "Intervention",
+    "InterventionHandle",
+    "KeepOnly",
+    "ModelNotAvailableError",
+    "NilInterventionError",
+    "NilInterventionWarning",
+    "NonFiniteActivationError",
+    "PositionError",
+    "ProjectOut",
+    "PromptError",
+    "ShiftAlong",
+    "Site",
+    "SiteNotLocatedError",
+    "StoreError",
+    "UnknownSiteError",
+    "UnsupportedArchitectureError",
+    "capture",
+    "intervene",
+    "load",
+    "projection_std",
+    "random_controls",
+]

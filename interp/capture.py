@@ -1,0 +1,252 @@
+"""``capture``: read named sites at chosen positions for many prompts, batch by batch.
+
+Hooks are placed only on the requested sites; each copies only the selected rows (e.g. the last
+token) to the CPU in the store dtype, so nothing else is retained. With ``out=DIR`` the rows are
+streamed to safetensors shards (see :mod:`interp.activation_store`) and an interrupted run resumes.
+Next-token entropy (bits) is recorded at every captured position; with ``positions="last"`` the
+unembedding runs on the last position only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from interp.activation_store import INDEX_FIELDS, ActivationStore, ShardWriter
+from interp.entropy import entropy_bits
+from interp.errors import InterpError, NonFiniteActivationError
+from interp.loading import load
+from interp.model import InterpModel
+from interp.positions import PositionSpec, RowSelection, check_positions, normalise_positions
+from interp.positions import select_rows as _select_rows
+from interp.prompts import Prompts, prompts_sha256
+from interp.sites import Site
+from interp.token_batch import TokenBatch
+from windtunnel.artifacts import run_manifest
+
+SHARD_TARGET_BYTES = 32 * 2**20
+STORE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+_EXTRA_VERSIONS = ("tokenizers", "accelerate", "transformer-lens", "gguf", "pyarrow", "tqdm")
+
+
+@dataclass
+class _Rows:
+    """The rows being captured from the current batch, and what each hook has read."""
+
+    store_dtype: torch.dtype
+    check_finite: bool
+    pattern_width: int
+    batch: TokenBatch | None = None
+    rows: RowSelection | None = None
+    read: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def reader(self, site: Site) -> Callable[[torch.Tensor], None]:
+        def fn(x: torch.Tensor) -> None:
+            assert self.batch is not None and self.rows is not None
+            if site.kind == "attn.pattern":
+                y = self._pattern(x)
+            else:
+                shift = self.batch.width - x.shape[1]  # logits may cover the last columns only
+                y = x[self.rows.batch.to(x.device), (self.rows.column - shift).to(x.device)]
+            self.put(site.name, y)
+
+        return fn
+
+    def _pattern(self, x: torch.Tensor) -> torch.Tensor:
+        """[R, H, W]: query rows, keys re-indexed to the prompt's own tokens, zero-padded."""
+        assert self.batch is not None and self.rows is not None
+        r = self.rows
+        y = x[r.batch.to(x.device), :, r.column.to(x.device), :]  # [R, H, T]
+        width = self.batch.width
+        key = self.batch.offsets[r.batch][:, None] + torch.arange(self.pattern_width)[None, :]
+        valid = key < width
+        key = key.clamp(max=width - 1).to(x.device)
+        out = y.gather(-1, key[:, None, :].expand(-1, y.shape[1], -1))
+        return out * valid[:, None, :].to(out.device, out.dtype)
+
+    def put(self, name: str, y: torch.Tensor) -> None:
+        y = y.detach().to("cpu", self.store_dtype)
+        if self.check_finite and not bool(torch.isfinite(y).all()):
+            self._raise_nonfinite(name, y)
+        self.read[name] = y
+
+    def _raise_nonfinite(self, name: str, y: torch.Tensor) -> None:
+        assert self.batch is not None and self.rows is not None
+        bad = (~torch.isfinite(y)).flatten(1).any(1) if y.ndim > 1 else ~torch.isfinite(y)
+        r = int(torch.nonzero(bad)[0])
+        prompt = int(self.batch.prompt_index[self.rows.batch[r]])
+        pos = int(self.rows.position[r])
+        kind = "NaN" if bool(torch.isnan(y[r]).any()) else "inf"
+        raise NonFiniteActivationError(
+            f"{kind} in site {name} at prompt {prompt}, position {pos} "
+            f"({int(bad.sum())} of {len(bad)} captured rows in this batch are non-finite)"
+        )
+
+
+def _row_elems(model: InterpModel, site: Site, pattern_width: int) -> int:
+    d = getattr(model.hf.config, "hidden_size", None) or getattr(model.hf.config, "n_embd", 1)
+    if site.kind in ("resid_pre", "resid_post", "attn_out", "mlp_out"):
+        return int(d)
+    if site.kind == "final_norm.scale":
+        return 1
+    if site.kind == "logits":
+        return int(model.vocab_size or d)
+    g = model.geometry
+    if site.kind == "attn.pattern":
+        return g.n_heads * pattern_width
+    n = g.n_kv_heads if site.kind in ("attn.k", "attn.v") else g.n_heads
+    return n * g.d_head
+
+
+def _auto_prompts_per_shard(model: InterpModel, sites: list[Site], spec: Any, lengths: list[int],
+                            batch_size: int, itemsize: int) -> int:
+    width = max(lengths)
+    rows = 1 if spec == "last" else (len(spec) if isinstance(spec, tuple) else
+                                     sum(lengths) / len(lengths))
+    per_prompt = rows * itemsize * (sum(_row_elems(model, s, width) for s in sites) + 4)
+    n = max(1, int(SHARD_TARGET_BYTES // max(per_prompt, 1)))
+    return max(batch_size, n // batch_size * batch_size)
+
+
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for p in _EXTRA_VERSIONS:
+        try:
+            out[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            out[p] = None
+    return out
+
+
+def capture(
+    model: InterpModel | str | Path | None,
+    prompts: Prompts,
+    sites: str | Sequence[str],
+    positions: PositionSpec = "last",
+    *,
+    batch_size: int = 8,
+    out: str | Path | None = None,
+    prompts_per_shard: int | None = None,
+    store_dtype: str | torch.dtype = "float32",
+    check_finite: bool = True,
+    progress: bool = True,
+    seed: int = 0,
+) -> ActivationStore:
+    """Capture ``sites`` at ``positions`` for every prompt.
+
+    ``model``: an :class:`InterpModel` or anything :func:`interp.load` takes (Hub name, local or
+    wind-tunnel directory, ``None`` for the embedded model). ``prompts``: strings, token lists,
+    an [N, T] id tensor or a wind-tunnel ``TaskBatch``. ``positions``: ``"last"``, ``"all"`` or
+    indices into each prompt (negative from its end). ``out``: stream to this directory (resumes
+    an interrupted capture) instead of keeping rows in memory. Returns the
+    :class:`ActivationStore`; its rows are prompt-major, then position order.
+    """
+    m = load(model)
+    if batch_size < 1:
+        raise InterpError(f"batch_size must be at least 1, got {batch_size}")
+    site_list = m.resolve_sites(sites)
+    spec = normalise_positions(positions)
+    tokens, texts = m.encode(prompts)
+    lengths = [len(t) for t in tokens]
+    check_positions(spec, lengths)
+    sdt = STORE_DTYPES.get(store_dtype) if isinstance(store_dtype, str) else store_dtype
+    if sdt is None:
+        raise InterpError(f"unknown store dtype {store_dtype!r}; use {', '.join(STORE_DTYPES)}")
+    torch.manual_seed(seed)
+
+    n = len(tokens)
+    per_shard = prompts_per_shard or _auto_prompts_per_shard(
+        m, site_list, spec, lengths, batch_size, torch.finfo(sdt).bits // 8)
+    n_shards = math.ceil(n / per_shard)
+    identity = {
+        "model": m.info.name, "revision": m.info.revision, "model_dtype": m.info.dtype,
+        "backend": m.info.backend, "sites": [s.name for s in site_list],
+        "positions": spec if isinstance(spec, str) else list(spec),
+        "prompts_sha256": prompts_sha256(tokens, texts), "n_prompts": n,
+        "prompts_per_shard": per_shard, "store_dtype": str(sdt).removeprefix("torch."),
+    }
+    prompt_table = pd.DataFrame({"prompt_index": range(n),
+                                 "text": texts if texts is not None else [None] * n,
+                                 "n_tokens": lengths})
+    writer = None
+    if out is not None:
+        writer = ShardWriter(Path(out), identity, n_shards, prompt_table)
+
+    rows = _Rows(sdt, check_finite, pattern_width=max(lengths))
+    hooked = [s for s in site_list if s.kind != "logits"]
+    want_logits = any(s.kind == "logits" for s in site_list)
+    eager = any(s.kind == "attn.pattern" for s in site_list)
+    keep = 1 if spec == "last" else 0
+    memory: list[dict[str, torch.Tensor]] = []
+    row_shapes: dict[str, list[int]] = {}
+
+    bar = tqdm(total=n, unit="prompt", desc="capture", disable=not progress)
+    try:
+        with m.hooks([(s, rows.reader(s)) for s in hooked]):
+            for k in range(n_shards):
+                lo, hi = k * per_shard, min(n, (k + 1) * per_shard)
+                if writer is not None and writer.done(k):
+                    bar.update(hi - lo)
+                    continue
+                parts: list[dict[str, torch.Tensor]] = []
+                for i in range(lo, hi, batch_size):
+                    j = min(hi, i + batch_size)
+                    b = m.batch(tokens[i:j], range(i, j))
+                    rows.batch, rows.rows, rows.read = b, _select_rows(spec, b.lengths, b.width), {}
+                    logits = m.forward(b, logits_to_keep=keep, eager=eager)
+                    parts.append(_finish_batch(rows, logits, want_logits))
+                    bar.update(j - i)
+                tensors = {key: torch.cat([p[key] for p in parts]) for key in parts[0]}
+                row_shapes = {s.name: list(tensors[s.name].shape[1:]) for s in site_list}
+                if writer is not None:
+                    writer.write(k, (lo, hi), tensors, row_shapes)
+                else:
+                    memory.append(tensors)
+    finally:
+        bar.close()
+        rows.batch = rows.rows = None
+        rows.read = {}
+
+    extra = {"sites": identity["sites"], "positions": identity["positions"],
+             "model": m.info.to_dict(), "n_layers": m.n_layers, "n_prompts": n,
+             "prompts_sha256": identity["prompts_sha256"], "run": _manifest(m, seed, sdt)}
+    if writer is not None:
+        manifest = writer.finish(extra)
+        return ActivationStore(manifest, path=Path(out))  # type: ignore[arg-type]
+    tensors = {key: torch.cat([p[key] for p in memory]) for key in memory[0]}
+    manifest = {"format": "bayesgeom.activations/1", "complete": True, "identity": identity,
+                "row_shapes": row_shapes, "shards": [], **extra}
+    return ActivationStore(manifest, tensors=tensors, prompts=prompt_table)
+
+
+def _finish_batch(rows: _Rows, logits: torch.Tensor, want_logits: bool) -> dict[str, torch.Tensor]:
+    b, r = rows.batch, rows.rows
+    assert b is not None and r is not None
+    shift = b.width - logits.shape[1]
+    lrows = logits[r.batch.to(logits.device), (r.column - shift).to(logits.device)]
+    ent = entropy_bits(lrows).cpu()
+    if want_logits:
+        rows.put("logits", lrows)
+    elif rows.check_finite and not bool(torch.isfinite(ent).all()):
+        rows.put("logits", lrows)  # raises, naming prompt and position
+    out = dict(rows.read)
+    out["prompt_index"] = b.prompt_index[r.batch].long()
+    out["position"] = r.position.long()
+    out["token_id"] = b.input_ids[r.batch, r.column].long()
+    out["entropy_bits"] = ent.float()
+    assert set(INDEX_FIELDS) <= set(out)
+    return out
+
+
+def _manifest(m: InterpModel, seed: int, sdt: torch.dtype) -> dict[str, Any]:
+    man = run_manifest(seed=seed, model=m.info.to_dict(), store_dtype=str(sdt))
+    man["versions"].update(_versions())
+    return man

@@ -1,0 +1,32 @@
+"""Family adapters: which module holds each site, per architecture family."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from interp.families.adapter import AttentionGeometry, FamilyAdapter, ModuleMap
+from interp.families.generic import discover
+from interp.families.gpt2 import GPT2
+from interp.families.gpt_neox import GPT_NEOX
+from interp.families.llama import LLAMA
+from interp.families.mistral import MISTRAL
+from interp.families.phi import PHI
+
+FAMILIES: tuple[FamilyAdapter, ...] = (GPT_NEOX, PHI, LLAMA, MISTRAL, GPT2)
+
+
+def adapter_for(model: nn.Module) -> FamilyAdapter:
+    """The first-class adapter for ``model``'s ``config.model_type``, else the generic one."""
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    for fam in FAMILIES:
+        if model_type in fam.model_types:
+            return fam
+    return discover(model)
+
+
+def locate(model: nn.Module) -> ModuleMap:
+    """Resolve ``model``'s site modules (raises if it has no decoder-layer stack)."""
+    return adapter_for(model).locate(model)
+
+
+__all__ = ["FAMILIES", "AttentionGeometry", "FamilyAdapter", "ModuleMap", "adapter_for", "locate"]

@@ -1,0 +1,17 @@
+"""GPT-2 (and the wind-tunnel transformer): fused ``c_attn`` Conv1D laid out ``[q | k | v]``."""
+
+from interp.families.adapter import FamilyAdapter
+
+GPT2 = FamilyAdapter(
+    name="gpt2",
+    model_types=("gpt2",),
+    layers="transformer.h",
+    attention="attn",
+    qkv="c_attn",
+    qkv_layout="concat",
+    out_proj="c_proj",
+    mlp="mlp",
+    final_norm="transformer.ln_f",
+    lm_head="lm_head",
+    description="GPT-2 and the wind-tunnel transformer (fused [q|k|v], learned positions)",
+)

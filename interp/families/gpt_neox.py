@@ -1,0 +1,17 @@
+"""GPT-NeoX (Pythia): fused ``query_key_value`` laid out per head, parallel residual."""
+
+from interp.families.adapter import FamilyAdapter
+
+GPT_NEOX = FamilyAdapter(
+    name="gpt_neox",
+    model_types=("gpt_neox",),
+    layers="gpt_neox.layers",
+    attention="attention",
+    qkv="query_key_value",
+    qkv_layout="neox",
+    out_proj="dense",
+    mlp="mlp",
+    final_norm="gpt_neox.final_layer_norm",
+    lm_head="embed_out",
+    description="GPT-NeoX / Pythia (fused per-head QKV, RoPE, LayerNorm)",
+)

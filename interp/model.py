@@ -1,0 +1,217 @@
+"""``InterpModel``: a loaded causal LM with its tokenizer, family adapter and hook backend.
+
+Everything in ``interp`` (capture, interventions, generation) goes through this one object, for
+pretrained LLMs and wind-tunnel checkpoints alike. Build it with :func:`interp.load`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from functools import cached_property
+from typing import Any
+
+import torch
+from torch import nn
+
+from interp.errors import InterpError
+from interp.families import AttentionGeometry, ModuleMap, locate
+from interp.hf_hooks import HFHookBackend, SiteFn
+from interp.positions import PositionSpec, normalise_positions, position_mask
+from interp.prompts import Prompts, encode_prompts
+from interp.sites import Site, parse_sites, valid_site_listing
+from interp.tl_bridge import TransformerLensBackend, build_bridge
+from interp.token_batch import TokenBatch, left_pad
+
+BACKENDS = ("hf", "transformer_lens")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Where a model came from (recorded in every capture manifest)."""
+
+    name: str
+    source: str  # "hub", "local", "windtunnel", "embedded" or "memory"
+    revision: str | None
+    dtype: str
+    family: str
+    model_type: str
+    backend: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _n_ctx(model: nn.Module, task: Any | None) -> int | None:
+    cfg = getattr(model, "config", None)
+    for name in ("n_positions", "max_position_embeddings", "n_ctx", "max_seq_len"):
+        v = getattr(cfg, name, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    return getattr(task, "max_seq_len", None)
+
+
+class InterpModel:
+    """A causal LM ready for capture and interventions.
+
+    ``hf``: the ``*ForCausalLM`` module; ``tokenizer`` (``None`` for wind-tunnel models, which
+    take token ids); ``task``: the wind-tunnel task, if any; ``backend``: ``"hf"`` (forward hooks)
+    or ``"transformer_lens"`` (a ``TransformerBridge``, available as ``bridge``).
+    """
+
+    def __init__(
+        self,
+        hf_model: nn.Module,
+        tokenizer: Any | None = None,
+        *,
+        name: str = "in-memory model",
+        source: str = "memory",
+        revision: str | None = None,
+        task: Any | None = None,
+        backend: str = "hf",
+        tl_source: str | None = None,
+    ):
+        if backend not in BACKENDS:
+            raise InterpError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        hf_model.eval()
+        self.hf = hf_model
+        self.tokenizer = tokenizer
+        self.task = task
+        self.modules: ModuleMap = locate(hf_model)
+        self.bridge: Any | None = None
+        self.backend: HFHookBackend | TransformerLensBackend
+        if backend == "hf":
+            self.backend = HFHookBackend(hf_model, self.modules, self._head_counts)
+        else:
+            _ = self.geometry  # read head counts before the bridge rewraps the modules
+            self.bridge = build_bridge(hf_model, tokenizer, tl_source)
+            self.backend = TransformerLensBackend(self.bridge, self.modules.n_layers)
+        cfg = getattr(hf_model, "config", None)
+        self.info = ModelInfo(
+            name=name, source=source, revision=revision,
+            dtype=str(next(hf_model.parameters()).dtype).removeprefix("torch."),
+            family=self.modules.adapter.name, model_type=str(getattr(cfg, "model_type", "?")),
+            backend=backend,
+        )
+        self.n_ctx = _n_ctx(hf_model, task)
+        self.vocab_size: int | None = getattr(cfg, "vocab_size", None)
+        self._batch: TokenBatch | None = None
+
+    def __repr__(self) -> str:
+        return (f"InterpModel({self.info.name!r}, family={self.info.family}, "
+                f"layers={self.n_layers}, backend={self.info.backend})")
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def n_layers(self) -> int:
+        return self.modules.n_layers
+
+    @cached_property
+    def geometry(self) -> AttentionGeometry:
+        """Heads, kv heads and head size (``geometry.kv_head_of_query`` maps query to kv head)."""
+        return self.modules.geometry()
+
+    def _head_counts(self) -> tuple[int, int]:
+        g = self.geometry
+        return g.n_heads, g.n_kv_heads
+
+    def sites(self) -> list[str]:
+        """Every valid site name of this model."""
+        return [s.name for s in parse_sites(
+            ["resid_pre.*", "resid_post.*", "attn.*.q", "attn.*.k", "attn.*.v", "attn.*.pattern",
+             "attn.*.z", "attn_out.*", "mlp_out.*", "final_norm.scale", "logits"], self.n_layers)]
+
+    def site_listing(self) -> str:
+        return valid_site_listing(self.n_layers)
+
+    def resolve_sites(self, names: str | Sequence[str]) -> list[Site]:
+        return parse_sites(list([names] if isinstance(names, str) else names), self.n_layers)
+
+    # ------------------------------------------------------------------ running
+    def encode(self, prompts: Prompts) -> tuple[list[list[int]], list[str] | None]:
+        """Validated token lists (and texts when prompts are strings)."""
+        return encode_prompts(prompts, self.tokenizer, self.n_ctx, self.vocab_size)
+
+    @property
+    def pad_id(self) -> int:
+        tok = self.tokenizer
+        for v in (getattr(tok, "pad_token_id", None), getattr(tok, "eos_token_id", None)):
+            if isinstance(v, int):
+                return v
+        return 0
+
+    def batch(self, tokens: Sequence[Sequence[int]], prompt_index: Sequence[int] | None = None,
+              ) -> TokenBatch:
+        return left_pad(tokens, self.pad_id, prompt_index)
+
+    @property
+    def current_batch(self) -> TokenBatch | None:
+        """The batch being run (hooks use it to map prompt positions to padded columns)."""
+        return self._batch
+
+    def forward(self, batch: TokenBatch, logits_to_keep: int = 0, eager: bool = False,
+                ) -> torch.Tensor:
+        """Logits [B, T', V] for a padded batch, with hooks active (no gradients)."""
+        self._batch = batch
+        try:
+            with torch.no_grad():
+                if eager:
+                    with self.backend.eager_attention():
+                        return self.backend.forward(batch, logits_to_keep)
+                return self.backend.forward(batch, logits_to_keep)
+        finally:
+            self._batch = None
+
+    def logits(self, prompts: Prompts) -> torch.Tensor:
+        """Last-token logits [N, V] (float32) of some prompts, in one batch."""
+        tokens, _ = self.encode(prompts)
+        return self.forward(self.batch(tokens), logits_to_keep=1)[:, -1].float()
+
+    def generate(self, prompt: str | Sequence[int], max_new_tokens: int = 8) -> list[int]:
+        """Greedy continuation token ids (full recompute each step, so active interventions and
+        position specs apply exactly as in a plain forward)."""
+        tokens, _ = self.encode([prompt])
+        seq = list(tokens[0])
+        out: list[int] = []
+        for _ in range(max_new_tokens):
+            if self.n_ctx is not None and len(seq) >= self.n_ctx:
+                break
+            nxt = int(self.forward(self.batch([seq]), logits_to_keep=1)[0, -1].argmax())
+            seq.append(nxt)
+            out.append(nxt)
+        return out
+
+    def position_mask(self, spec: PositionSpec, width: int, batch_size: int) -> torch.Tensor:
+        """[B, width] bool mask of ``spec`` for the running batch (no batch: unpadded rows)."""
+        b = self._batch
+        norm = normalise_positions(spec)
+        if b is None:
+            lengths = torch.full((batch_size,), width, dtype=torch.long)
+            return position_mask(norm, lengths, width)
+        full = position_mask(norm, b.lengths, b.width)
+        return full[:, b.width - width:]
+
+    # ------------------------------------------------------------------ hooks
+    def add_hook(self, site: str | Site, fn: SiteFn) -> Any:
+        """Attach ``fn(x) -> x' | None`` to one site; call ``.remove()`` on the result."""
+        s = site if isinstance(site, Site) else self.resolve_sites(site)[0]
+        return self.backend.add_hook(s, fn)
+
+    @contextmanager
+    def hooks(self, pairs: Sequence[tuple[str | Site, SiteFn]]) -> Iterator[None]:
+        """Hooks that are removed on exit, also when the body raises."""
+        handles = []
+        try:
+            for site, fn in pairs:
+                handles.append(self.add_hook(site, fn))
+            yield
+        finally:
+            for h in reversed(handles):
+                h.remove()
+
+    def intervene(self, *interventions: Any, strict: bool = False) -> Any:
+        """Shorthand for :func:`interp.interventions.intervene`."""
+        from interp.interventions import intervene
+
+        return intervene(self, *interventions, strict=strict)

@@ -1,0 +1,147 @@
+"""Interventions: each edit's algebra at the hooked site, positions and heads, removal on exit
+(nested, and when the body raises), nil effects reported, shape errors, control directions."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import interp
+from interp import AddVector, KeepOnly, ProjectOut, ShiftAlong, capture, intervene
+from interp.errors import (
+    DirectionShapeError,
+    InterpError,
+    NilInterventionError,
+    NilInterventionWarning,
+)
+
+
+@pytest.fixture(scope="module")
+def llama(tiny_models):
+    return interp.load(tiny_models["llama"].path)
+
+
+@pytest.fixture(scope="module")
+def prompts(family_prompts):
+    return family_prompts["llama"]
+
+
+def _unit(n: int, seed: int) -> torch.Tensor:
+    v = torch.randn(n, generator=torch.Generator().manual_seed(seed))
+    return v / v.norm()
+
+
+def _hooks(m: torch.nn.Module) -> int:
+    return sum(len(x._forward_hooks) + len(x._forward_pre_hooks) for x in m.modules())
+
+
+def test_project_out_keep_only_and_shift_act_on_the_hooked_site(llama, prompts):
+    u = _unit(32, 0)
+    base = capture(llama, prompts, ["resid_post.0"], "all", progress=False)["resid_post.0"]
+    with intervene(llama, ProjectOut("resid_post.0", u)):
+        x = capture(llama, prompts, ["resid_post.0"], "all", progress=False)["resid_post.0"]
+    assert (x @ u).abs().max() < 1e-5
+    torch.testing.assert_close(x, base - (base @ u)[:, None] * u, atol=1e-5, rtol=0)
+    with intervene(llama, KeepOnly("resid_post.0", 3 * u)):
+        x = capture(llama, prompts, ["resid_post.0"], "all", progress=False)["resid_post.0"]
+    torch.testing.assert_close(x, (base @ u)[:, None] * u, atol=1e-5, rtol=0)
+    with intervene(llama, ShiftAlong("resid_post.0", u, delta=2.0, sigma=0.5)):
+        x = capture(llama, prompts, ["resid_post.0"], "all", progress=False)["resid_post.0"]
+    torch.testing.assert_close(x @ u, base @ u + 1.0, atol=1e-5, rtol=0)
+
+
+def test_positions_and_heads_limit_the_edit(llama, prompts):
+    sites = ["attn.1.v"]
+    base = capture(llama, prompts, sites, "all", progress=False)["attn.1.v"]
+    last = capture(llama, prompts, sites, "last", progress=False)
+    is_last = torch.zeros(len(base), dtype=torch.bool)
+    is_last[torch.cumsum(torch.tensor([len(t) for t in llama.encode(prompts)[0]]), 0) - 1] = True
+    vec = torch.ones(8)
+    with intervene(llama, AddVector("attn.1.v", vec, heads=[1], positions="last")) as h:
+        x = capture(llama, prompts, sites, "all", progress=False)["attn.1.v"]
+    assert h.effects[0].rows == len(prompts)
+    torch.testing.assert_close(x[~is_last], base[~is_last])
+    torch.testing.assert_close(x[is_last, 0], base[is_last, 0])
+    torch.testing.assert_close(x[is_last, 1], last["attn.1.v"][:, 1] + 1)
+
+
+def test_interventions_apply_to_layer_sets(llama, prompts):
+    base = llama.logits(prompts)
+    with intervene(llama, ProjectOut("resid_post.*", _unit(32, 1), positions=[0])) as h:
+        changed = llama.logits(prompts)
+    assert [e.site for e in h.effects] == ["resid_post.0", "resid_post.1"]
+    assert (changed - base).abs().max() > 1e-4
+
+
+def test_hooks_are_removed_when_nested_and_on_exceptions(llama, prompts):
+    n0, base = _hooks(llama.hf), llama.logits(prompts)
+    u = _unit(32, 2)
+    with (pytest.raises(RuntimeError, match="boom"),
+          intervene(llama, ProjectOut("resid_post.0", u)),
+          intervene(llama, AddVector("mlp_out.1", u))):
+        assert _hooks(llama.hf) == n0 + 2
+        raise RuntimeError("boom")
+    assert _hooks(llama.hf) == n0
+    with intervene(llama, ProjectOut("resid_post.0", u)):
+        with intervene(llama, AddVector("mlp_out.1", u)):
+            both = llama.logits(prompts)
+        outer_only = llama.logits(prompts)
+        assert _hooks(llama.hf) == n0 + 1
+    assert not torch.equal(both, outer_only)
+    assert _hooks(llama.hf) == n0 and torch.equal(llama.logits(prompts), base)
+
+
+def test_nil_effects_are_reported(llama, prompts):
+    with (pytest.warns(NilInterventionWarning, match=r"max \|change\| 0"),
+          intervene(llama, AddVector("resid_post.0", torch.zeros(32)))):
+        llama.logits(prompts)
+    with (pytest.warns(NilInterventionWarning, match="matched no positions"),
+          intervene(llama, AddVector("resid_post.0", torch.ones(32), positions=[60]))):
+        llama.logits(prompts)
+    with (pytest.warns(NilInterventionWarning, match="never ran"),
+          intervene(llama, AddVector("resid_post.0", torch.ones(32)))):
+        pass
+    u = _unit(32, 3)
+    with pytest.raises(NilInterventionError), intervene(
+        llama, ProjectOut("resid_post.0", u), ProjectOut("resid_pre.1", u), strict=True
+    ) as h:  # resid_pre.1 is resid_post.0, whose u-component is already gone
+        llama.logits(prompts)
+    assert [e.nil() for e in h.effects] == [False, True]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with intervene(llama, AddVector("resid_post.0", torch.ones(32))):
+            llama.logits(prompts)
+
+
+def test_bad_directions_are_clear_errors(llama):
+    with pytest.raises(DirectionShapeError, match=r"must have shape \[32\], got \[31\]"):
+        intervene(llama, AddVector("resid_post.0", torch.ones(31)))
+    with pytest.raises(DirectionShapeError, match=r"\[16\] or \[2, 8\]"):
+        intervene(llama, ProjectOut("attn.0.v", torch.ones(32)))
+    with pytest.raises(DirectionShapeError, match="zero norm"):
+        intervene(llama, ProjectOut("resid_post.0", torch.zeros(32)))
+    with pytest.raises(DirectionShapeError, match=r"heads 0\.\.1"):
+        intervene(llama, ProjectOut("attn.0.k", torch.ones(8), heads=[2]))
+    with pytest.raises(InterpError, match="read-only"):
+        intervene(llama, AddVector("attn.0.pattern", torch.ones(4)))
+    assert _hooks(llama.hf) == 0
+
+
+def test_random_controls_match_the_axis():
+    axis = torch.randn(3, 64, generator=torch.Generator().manual_seed(0))
+    c = interp.random_controls(axis, n=4, seed=7)
+    assert c.shape == (4, 3, 64)
+    flat, a = c.flatten(1).double(), axis.flatten().double()
+    torch.testing.assert_close(flat.norm(dim=1), a.norm().expand(4), rtol=1e-6, atol=0)
+    assert (flat @ a).abs().max() < 1e-4 * a.norm() ** 2
+    assert torch.equal(c, interp.random_controls(axis, n=4, seed=7))
+    assert not torch.equal(c, interp.random_controls(axis, n=4, seed=8))
+
+
+def test_projection_std_is_the_spread_along_the_direction():
+    g = torch.Generator().manual_seed(0)
+    u = _unit(16, 4)
+    x = torch.randn(500, 16, generator=g) * 0.1 + torch.randn(500, 1, generator=g) * 2 * u
+    assert interp.projection_std(x, 5 * u) == pytest.approx(2.0, rel=0.1)

@@ -1,0 +1,126 @@
+"""Loading: local directories, wind-tunnel runs/model directories/checkpoints, the generic
+adapter, unsupported architectures, fast offline failures, eager switching, the cache dir."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from transformers import FalconConfig, FalconForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+import interp
+from interp import capture
+from interp.errors import (
+    InterpError,
+    ModelNotAvailableError,
+    SiteNotLocatedError,
+    UnsupportedArchitectureError,
+)
+from interp.user_cache import cache_root
+
+
+def test_local_directory_loads_with_its_tokenizer(tiny_models):
+    m = interp.load(tiny_models["phi"].path, dtype="float32")
+    assert m.info.source == "local" and m.info.family == "phi" and m.info.dtype == "float32"
+    assert m.tokenizer is not None and m.n_ctx == 64
+    assert "attn.1.pattern" in m.sites() and len(m.sites()) == 9 * 2 + 2
+
+
+def test_windtunnel_run_model_dir_and_checkpoint_load_the_same_way(tmp_path, wt_prompts):
+    from windtunnel.training import TrainConfig, train
+
+    cfg = TrainConfig(task="bijection", task_params={"V": 6}, preset="tiny", steps=4,
+                      batch_size=8, eval_every=4, eval_size=16, final_eval_size=16,
+                      ckpt_every=2, warmup_steps=1)
+    run = train(cfg, tmp_path / "run", progress=False).out
+    ckpt = next((run / "checkpoints").glob("step-*"))
+    stores = []
+    for path in (run, run / "model", ckpt):
+        m = interp.load(path)
+        assert m.info.source == "windtunnel" and m.info.family == "gpt2"
+        assert m.task is not None and m.task.config()["V"] == 6
+        stores.append(capture(path, wt_prompts, ["resid_post.-1", "attn.-1.v"], progress=False))
+    torch.testing.assert_close(stores[0]["attn.1.v"], stores[1]["attn.1.v"], atol=0, rtol=0)
+    assert stores[0]["attn.1.v"].shape == (4, 2, 16)
+
+
+def test_generic_adapter_handles_an_unlisted_family(tmp_path, tokenizer):
+    torch.manual_seed(0)
+    hf = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tokenizer), hidden_size=32,
+                                      intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2))
+    hf.save_pretrained(tmp_path / "qwen2")
+    tokenizer.save_pretrained(tmp_path / "qwen2")
+    m = interp.load(tmp_path / "qwen2", attn_implementation="eager")
+    assert m.info.family == "generic" and m.geometry.n_kv_heads == 2
+    store = capture(m, ["The capital of France is"], ["attn.*.v", "attn.*.z", "resid_post.-1"],
+                    "all", progress=False)
+    z, v = store["attn.1.z"], store["attn.1.v"]
+    for q_head, kv_head in enumerate(m.geometry.kv_head_of_query):
+        torch.testing.assert_close(z[0, q_head], v[0, kv_head], atol=1e-5, rtol=0)
+
+
+def test_unsupported_pieces_name_the_site():
+    torch.manual_seed(0)
+    falcon = FalconForCausalLM(FalconConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2,
+                                            num_attention_heads=4))
+    m = interp.InterpModel(falcon)
+    assert m.info.family == "generic"
+    ok = capture(m, [[1, 2, 3]], ["resid_post.1", "mlp_out.0"], progress=False)
+    assert ok["resid_post.1"].shape == (1, 32)
+    with pytest.raises(SiteNotLocatedError, match=r"site attn\.0\.v could not be located"):
+        capture(m, [[1, 2, 3]], ["attn.0.v"], progress=False)
+    with pytest.raises(UnsupportedArchitectureError, match="no decoder-layer list"):
+        interp.InterpModel(torch.nn.Sequential(torch.nn.Linear(2, 2)))
+
+
+def test_uncached_hub_name_fails_fast_offline(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    t = time.perf_counter()
+    with pytest.raises(ModelNotAvailableError) as e:
+        interp.load("EleutherAI/pythia-70m-not-cached")
+    assert time.perf_counter() - t < 5
+    msg = str(e.value)
+    assert "HF_HUB_OFFLINE" in msg and "local directory" in msg and "smollm2" in msg
+
+
+def test_uncached_hub_name_fails_fast_when_the_hub_is_unreachable(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    t = time.perf_counter()
+    with pytest.raises(ModelNotAvailableError, match="unreachable"):
+        interp.load("EleutherAI/pythia-70m-not-cached")
+    assert time.perf_counter() - t < 10
+
+
+def test_bad_paths_and_options(tmp_path, tiny_models):
+    with pytest.raises(ModelNotAvailableError, match="no such model directory"):
+        interp.load("./no/such/dir")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelNotAvailableError, match=r"no config\.json"):
+        interp.load(tmp_path / "empty")
+    with pytest.raises(InterpError, match="unknown dtype"):
+        interp.load(tiny_models["llama"].path, dtype="float8")
+    with pytest.raises(InterpError, match="unknown backend"):
+        interp.load(tiny_models["llama"].path, backend="nnsight")
+
+
+def test_patterns_switch_to_eager_and_restore(tiny_models):
+    m = interp.load(tiny_models["llama"].path)  # transformers' default (sdpa)
+    impl = m.hf.config._attn_implementation
+    assert impl != "eager"
+    store = capture(m, ["Entropy measures"], ["attn.0.pattern"], progress=False)
+    torch.testing.assert_close(store["attn.0.pattern"].sum(-1), torch.ones(1, 4))
+    assert m.hf.config._attn_implementation == impl
+
+
+def test_cache_dir_respects_env(monkeypatch, tmp_path):
+    monkeypatch.delenv("BAYESGEOM_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_root() == tmp_path / "xdg" / "bayesgeom"
+    monkeypatch.setenv("BAYESGEOM_CACHE", str(tmp_path / "mine"))
+    assert cache_root() == tmp_path / "mine"
+    from interp import embedded_model
+
+    assert embedded_model.cached_dir().parent == tmp_path / "mine" / "models"
