@@ -13,7 +13,7 @@ Side by side, in one run, on (1) a random-initialised model with Pythia-160m's s
                    and ``pos_slice=-1``, on a separate model instance.
 
 Times are medians over interleaved repetitions (order rotated every repetition). Memory: peak RSS
-(``ru_maxrss``) of a fresh process that loads the model and runs one forward of a batch, vs one
+(``VmHWM``) of a fresh process that loads the model and runs one forward of a batch, vs one
 that streams a capture of 2,000 prompts of the same batch size and length to disk.
 
     python benchmarks/capture_overhead.py                    # full run, writes runs/bench/...
@@ -111,6 +111,20 @@ def time_methods(src: str | None, batch: int, tokens: int, reps: int) -> dict[st
             "capture_over_tl": med["capture"] / med["tl_cache"]}
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident set size (MiB).
+
+    Linux: ``VmHWM`` of /proc/self/status, which belongs to the exec'd image. (``ru_maxrss``
+    would also count the parent's pages at fork time, since Linux carries it across exec.)
+    """
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def rss_worker(mode: str, src: str | None, n: int, batch: int, tokens: int, out: str) -> None:
     """Run in a fresh process; print peak RSS (MiB) and wall time as JSON."""
     t0 = time.perf_counter()
@@ -126,7 +140,7 @@ def rss_worker(mode: str, src: str | None, n: int, batch: int, tokens: int, out:
         store = interp.capture(m, ids, SITES, "last", batch_size=batch, out=out,
                                progress=False)
         assert store.complete and len(store) == n
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mib()
     print(json.dumps({"mode": mode, "peak_rss_mib": peak, "wall_s": time.perf_counter() - t0}))
 
 

@@ -10,7 +10,8 @@
    inside a removable intervention, next to a norm-matched random control direction.
 
 The axis is fitted and shifted on the same 16 prompts: a demonstration of the API, not an
-experiment. Run ``examples/windtunnel_quickstart.py`` first (or pass any run directory to ``--run``).
+experiment. Run ``examples/windtunnel_quickstart.py`` first (or pass any run directory to
+``--run``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from interp.positions import select_rows as _select_rows
 from interp.prompts import Prompts, prompts_sha256
 from interp.sites import Site
 from interp.token_batch import TokenBatch
-from windtunnel.artifacts import run_manifest
+from windtunnel.artifacts import package_version, run_manifest
 
 SHARD_TARGET_BYTES = 32 * 2**20
 STORE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -117,13 +116,7 @@ def _auto_prompts_per_shard(model: InterpModel, sites: list[Site], spec: Any, le
 
 
 def _versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for p in _EXTRA_VERSIONS:
-        try:
-            out[p] = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            out[p] = None
-    return out
+    return {p: package_version(p) for p in _EXTRA_VERSIONS}
 
 
 def capture(

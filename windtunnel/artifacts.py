@@ -7,6 +7,7 @@ killed process leaves either the old file or the new one, never a half-written o
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import platform
@@ -67,14 +68,18 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def _version(pkg: str) -> str | None:
+@functools.cache
+def package_version(pkg: str) -> str | None:
+    """Installed version of ``pkg`` (cached: what this process imported does not change)."""
     try:
         return metadata.version(pkg)
     except metadata.PackageNotFoundError:
         return None
 
 
+@functools.cache
 def _git_commit() -> str | None:
+    """The checkout's commit, read once per process (the code it imported does not change)."""
     here = Path(__file__).resolve().parent.parent
     try:
         out = subprocess.run(
@@ -101,7 +106,7 @@ def run_manifest(**extra: Any) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "versions": {
-            p: _version(p)
+            p: package_version(p)
             for p in ("bayesgeom", "torch", "transformers", "numpy", "pandas", "safetensors")
         },
         "git_commit": _git_commit(),
