@@ -1,27 +1,30 @@
-"""Atomic file writes: a temporary sibling moved into place with ``os.replace``.
+"""Atomic file writes: a temporary sibling, fsynced, moved into place with ``os.replace``.
 
-A killed process leaves either the old file or the new one, never a half-written one.
+A killed process leaves either the old file or the new one, never a half-written one. This is
+the one implementation in bayesgeom (``windtunnel.artifacts`` builds its writers on it); it lives
+here because ``probes`` may import nothing that pulls in model code.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (parents created; the file is fsynced first)."""
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp_path)``, fsync the result, then atomically move it to ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
+        write(Path(tmp))
+        with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
@@ -29,6 +32,11 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (parents created)."""
+    return atomic_write(path, lambda p: p.write_bytes(data))
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

@@ -13,32 +13,16 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
+from probes.atomic_io import atomic_write
 
-
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp_path)`` then atomically move ``tmp_path`` to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+__all__ = ["atomic_write", "package_version", "run_manifest", "write_json", "write_table",
+           "write_text"]
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
