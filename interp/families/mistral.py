@@ -1,18 +1,12 @@
 """Mistral: the Llama layout with sliding-window attention."""
 
-from interp.families.adapter import FamilyAdapter
+from dataclasses import replace
 
-MISTRAL = FamilyAdapter(
+from interp.families.llama import LLAMA
+
+MISTRAL = replace(
+    LLAMA,
     name="mistral",
     model_types=("mistral",),
-    layers="model.layers",
-    attention="self_attn",
-    q="q_proj",
-    k="k_proj",
-    v="v_proj",
-    out_proj="o_proj",
-    mlp="mlp",
-    final_norm="model.norm",
-    lm_head="lm_head",
     description="Mistral (GQA, sliding-window attention, RoPE, RMSNorm)",
 )

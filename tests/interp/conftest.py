@@ -21,6 +21,8 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
+import interp
+
 CORPUS = [
     "The capital of France is Paris.",
     "A posterior is a prior updated by evidence.",
@@ -121,3 +123,14 @@ def smollm2():
     import interp
 
     return interp.load()
+
+
+@pytest.fixture(scope="module")
+def llama(tiny_models):
+    """The tiny Llama (GQA) model, loaded once per test module."""
+    return interp.load(tiny_models["llama"].path)
+
+
+@pytest.fixture(scope="module")
+def prompts(family_prompts):
+    return family_prompts["llama"]

@@ -18,16 +18,6 @@ from interp.activation_store import ActivationStore, ShardWriter
 from interp.errors import NonFiniteActivationError, PromptError, StoreError, UnknownSiteError
 
 
-@pytest.fixture(scope="module")
-def llama(tiny_models):
-    return interp.load(tiny_models["llama"].path)
-
-
-@pytest.fixture(scope="module")
-def prompts(family_prompts):
-    return family_prompts["llama"]
-
-
 def _hooks(model: torch.nn.Module) -> int:
     return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
 

@@ -18,16 +18,6 @@ from interp.errors import (
 )
 
 
-@pytest.fixture(scope="module")
-def llama(tiny_models):
-    return interp.load(tiny_models["llama"].path)
-
-
-@pytest.fixture(scope="module")
-def prompts(family_prompts):
-    return family_prompts["llama"]
-
-
 def _unit(n: int, seed: int) -> torch.Tensor:
     v = torch.randn(n, generator=torch.Generator().manual_seed(seed))
     return v / v.norm()
