@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analyses.posterior_prompts import PosteriorPrompts
 from windtunnel.task import Task
 
 TASK_SET = "task"
@@ -39,3 +40,22 @@ def task_pool(task: Task, size: int, seed: int = 0) -> pd.DataFrame:
         "n_words": [len(t) for t in tokens],
         "bayes_entropy_bits": batch.entropy_bits.numpy()[np.arange(size), q],
     })
+
+
+def task_posterior_prompts(task: Task, n: int, seed: int = 0) -> PosteriorPrompts:
+    """``n`` wind-tunnel prompts as :class:`PosteriorPrompts`: each a fresh sequence cut after a
+    random prediction position (as in :func:`task_pool`), with the task's hypothesis tokens and
+    the exact posterior there; ``group`` = the prediction index q (``group_name`` "q")."""
+    if n < 1:
+        raise ValueError(f"need at least 1 prompt, got {n}")
+    pool = task_pool(task, n, seed)
+    batch = task.sample(n, seed)  # the same draw task_pool made
+    q = pool["query"].to_numpy()
+    hyp = np.arange(task.hyp_slice.start, task.hyp_slice.stop)
+    bayes = batch.posterior.numpy()[np.arange(n), q]
+    return PosteriorPrompts(
+        name=str(task.config()["task"]), prompts=list(pool["tokens"]),
+        hyp_ids=np.broadcast_to(hyp, (n, hyp.size)).copy(),
+        bayes=bayes / bayes.sum(1, keepdims=True),
+        group=q, group_name="q", meta=pool[["document", "n_words"]].rename(
+            columns={"n_words": "n_tokens"}))

@@ -4,7 +4,7 @@ Each edit works on the site's feature vector at the chosen positions (``"all"`` 
 default, ``"last"``, or indices counted over each prompt's real tokens):
 
 * :class:`AddVector` ``x + scale·v``
-* :class:`ProjectOut` ``x - (x·u) u``  (u = d/|d|)
+* :class:`ProjectOut` ``x - f·(x·u) u``  (u = d/|d|; f = ``fraction`` removed, 1 by default)
 * :class:`KeepOnly` ``(x·u) u``
 * :class:`ShiftAlong` ``x + δ·σ·u``  (σ e.g. the std of x·u over a capture, see
   :func:`interp.directions.projection_std`)
@@ -89,15 +89,22 @@ class AddVector(Intervention):
 
 @dataclass
 class ProjectOut(Intervention):
-    """Remove the component along ``direction``: ``x - (x·u) u``."""
+    """Remove the fraction ``fraction`` of the component along ``direction``:
+    ``x - f (x·u) u`` (f = 1: hard ablation; 0 < f < 1: a partial cut for dose–response
+    sweeps; f = 2 reflects x through the hyperplane orthogonal to u, keeping |x|)."""
 
     direction: torch.Tensor
+    fraction: float = field(default=1.0, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if not torch.isfinite(torch.tensor(float(self.fraction))):
+            raise DirectionShapeError(f"ProjectOut fraction must be finite, got {self.fraction}")
 
     def _vector(self) -> torch.Tensor:
         return torch.as_tensor(self.direction)
 
     def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return x - _dot(x, v) * v
+        return x - self.fraction * _dot(x, v) * v
 
 
 @dataclass

@@ -37,6 +37,7 @@ from probes.key_orthogonality import (
     split_key_weight,
     token_key_orthogonality,
 )
+from probes.null_test import NullTest, null_test
 from probes.pca import PCAResult, fit_pca
 from probes.pca_summary import PCASummary, bootstrap_variance_ratios, summarize_pca
 from probes.qk_alignment import QKAlignment, qk_alignment, qk_alignment_profile, qk_cosines
@@ -58,6 +59,7 @@ __all__ = [
     "Interval",
     "LayerOrthogonality",
     "ManifoldProjection",
+    "NullTest",
     "PCAResult",
     "PCASummary",
     "ProbeConfig",
@@ -89,6 +91,7 @@ __all__ = [
     "linear_cka",
     "manifold_angle_table",
     "mean_interval",
+    "null_test",
     "ordering_score",
     "participation_ratio",
     "pearson",

@@ -135,3 +135,15 @@ def test_projection_std_is_the_spread_along_the_direction():
     u = _unit(16, 4)
     x = torch.randn(500, 16, generator=g) * 0.1 + torch.randn(500, 1, generator=g) * 2 * u
     assert interp.projection_std(x, 5 * u) == pytest.approx(2.0, rel=0.1)
+
+
+def test_project_out_fraction_removes_that_share_of_the_component(llama, prompts):
+    u = _unit(32, 3)
+    base = capture(llama, prompts, ["resid_post.0"], "all", progress=False)["resid_post.0"]
+    for f in (0.25, 1.0, 2.0):
+        with intervene(llama, ProjectOut("resid_post.0", u, fraction=f)):
+            x = capture(llama, prompts, ["resid_post.0"], "all", progress=False)["resid_post.0"]
+        torch.testing.assert_close(x @ u, (1 - f) * (base @ u), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(x.norm(dim=-1), base.norm(dim=-1))  # f = 2: a reflection
+    with pytest.raises(DirectionShapeError, match="finite"):
+        ProjectOut("resid_post.0", u, fraction=float("nan"))
