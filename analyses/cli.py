@@ -373,6 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(fn=cmd_models)
 
     _add_geometry(sub)
+    from analyses.cli_steer import add_steer
+
+    add_steer(sub)
     return p
 
 
