@@ -374,8 +374,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_geometry(sub)
     from analyses.cli_steer import add_steer
+    from analyses.cli_sula import add_sula
 
     add_steer(sub)
+    add_sula(sub)
     return p
 
 
