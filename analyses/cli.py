@@ -373,11 +373,13 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(fn=cmd_models)
 
     _add_geometry(sub)
+    from analyses.cli_compare import add_compare
     from analyses.cli_steer import add_steer
     from analyses.cli_sula import add_sula
 
     add_steer(sub)
     add_sula(sub)
+    add_compare(sub)
     return p
 
 

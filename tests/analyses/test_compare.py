@@ -1,0 +1,93 @@
+"""bayesgeom compare: a wind tunnel and a text model through the same geometry code, one table."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import interp
+from analyses import geometry
+from analyses.cli import main
+from analyses.compare import CompareConfig, CompareError, run_compare
+
+SMALL = dict(n_per_quintile=4, pool_size=60, n_resamples=20, curve_resamples=10,
+             progress=False)
+
+
+@pytest.fixture
+def compared(windtunnel_run, text_models, base_corpora, tmp_path):
+    cfg = CompareConfig(models=(str(windtunnel_run), str(text_models["llama"])),
+                        labels=("wt", "llama"), out=tmp_path / "cmp", prompts=("legal",),
+                        **SMALL)
+    return cfg, run_compare(cfg)
+
+
+def test_same_metrics_for_both_models(compared):
+    cfg, s = compared
+    for f in ("table.parquet", "curves.parquet", "side_by_side.csv", "summary.json",
+              "manifest.json", "report.html", "wt/summary.json", "llama/summary.json"):
+        assert (cfg.out / f).exists(), f
+    t = pd.read_parquet(cfg.out / "table.parquet")
+    per = {lab: set(t[t.label == lab]["metric"]) for lab in ("wt", "llama")}
+    shared = {"pc1", "pc1_pc2", "abs_rho_pc1_entropy", "probe_r2", "key_orthogonality",
+              "criteria_met", "participation_ratio"}
+    assert shared <= per["wt"] and shared <= per["llama"]
+    assert "abs_rho_pc1_bayes_entropy" in per["wt"]  # the wind tunnel also has the exact target
+    # the numbers are the geometry runs' own
+    for lab in ("wt", "llama"):
+        g = json.loads((cfg.out / lab / "summary.json").read_text())
+        head = next(iter(g["prompt_sets"].values()))
+        row = t[(t.label == lab) & (t.metric == "pc1")].iloc[0]
+        assert row["value"] == pytest.approx(head["pc1"]["estimate"])
+        assert row["low"] == pytest.approx(head["pc1"]["low"])
+        assert s["metrics"][lab]["model.key_orthogonality"] == pytest.approx(
+            g["key_orthogonality"]["mean_abs_cos"])
+    wide = pd.read_csv(cfg.out / "side_by_side.csv")
+    assert list(wide.columns) == ["metric", "wt · task", "llama · legal"]
+    c = pd.read_parquet(cfg.out / "curves.parquet")
+    assert c["depth"].between(0, 1).all() and set(c["label"]) == {"wt", "llama"}
+
+
+def test_rerun_reuses_finished_runs(compared, monkeypatch):
+    cfg, s = compared
+    monkeypatch.setattr("analyses.compare.run_geometry",
+                        lambda *a, **k: pytest.fail("geometry rerun"))
+    again = run_compare(cfg)
+    assert again["reused"] == ["wt", "llama"] and again["metrics"] == s["metrics"]
+
+
+def test_changed_settings_rerun(compared, monkeypatch):
+    cfg, _ = compared
+    calls = []
+    real = geometry.run_geometry
+    monkeypatch.setattr("analyses.compare.run_geometry",
+                        lambda g, model=None: calls.append(g.model) or real(g, model=model))
+    cfg.seed = 1
+    assert run_compare(cfg)["reused"] == [] and len(calls) == 2
+
+
+def test_loaded_models_are_used(windtunnel_run, tmp_path):
+    m = interp.load(windtunnel_run)
+    cfg = CompareConfig(models=(str(windtunnel_run),), out=tmp_path, **SMALL)
+    s = run_compare(cfg, models=[m])
+    assert s["labels"] == ["run"] and s["models"]["run"]["prompt_sets"] == ["task"]
+
+
+def test_bad_input(tmp_path):
+    with pytest.raises(CompareError, match="labels must differ"):
+        CompareConfig(models=("a/run", "b/run")).resolved_labels()
+    with pytest.raises(CompareError, match="2 labels for 1"):
+        CompareConfig(models=("x",), labels=("a", "b")).resolved_labels()
+    assert CompareConfig(models=(None, "/x/wt-run/")).resolved_labels() == ["smollm2", "wt-run"]
+    assert main(["compare", "--models", "a/run", "b/run", "--out", str(tmp_path)]) == 2
+
+
+def test_cli(windtunnel_run, text_models, base_corpora, tmp_path, capsys):
+    rc = main(["compare", "--models", str(windtunnel_run), str(text_models["phi"]), "--labels",
+               "wt,phi", "--out", str(tmp_path), "--prompts", "legal", "--n-per-quintile",
+               "4", "--pool-size", "60", "--bootstrap", "20", "--no-progress"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "wt · task" in text and "phi · legal" in text and "key orthogonality" in text
