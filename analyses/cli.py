@@ -156,7 +156,8 @@ def cmd_eval(a: argparse.Namespace) -> int:
 def cmd_demo(a: argparse.Namespace) -> int:
     from analyses.demo import DemoConfig, run_demo
 
-    run_demo(DemoConfig(out=Path(a.out), quick=a.quick))
+    run_demo(DemoConfig(out=Path(a.out), quick=a.quick, model=a.model,
+                        progress=not a.no_progress))
     return 0
 
 
@@ -293,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="the main job: train, evaluate and report")
     d.add_argument("--out", default="runs/demo", help="output directory (default runs/demo)")
     d.add_argument("--quick", action="store_true", help="a few-minute version (CI)")
+    d.add_argument("--model", default=None,
+                   help="the LLM: Hub name or local directory (default: embedded SmolLM2)")
+    d.add_argument("--no-progress", action="store_true")
     d.set_defaults(fn=cmd_demo)
 
     wt = sub.add_parser("windtunnel", help="tasks with exact posteriors and small models")

@@ -29,6 +29,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 import interp
+from analyses.corpora import CorpusPaths
 from analyses.geometry import GeometryConfig, run_geometry, weights_fingerprint
 from analyses.report import html_report
 from windtunnel.artifacts import run_manifest, write_json, write_table
@@ -48,7 +49,8 @@ class CompareConfig:
 
     ``models``: run directories, Hub names or local paths; None (or ``"default"``) is the
     embedded SmolLM2. ``labels``: short names (None: derived from the models). ``prompts``:
-    prompt sets for text models (None: ``mixed``); wind tunnels always read their task."""
+    prompt sets for text models (None: ``mixed``); wind tunnels always read their task.
+    ``corpus_paths``: where text corpora are looked up (None: the defaults)."""
 
     models: tuple[str | None, ...] = (None,)
     labels: tuple[str, ...] | None = None
@@ -62,9 +64,11 @@ class CompareConfig:
     batch_size: int = 16
     dtype: str | None = None
     progress: bool = True
+    corpus_paths: CorpusPaths | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"out": str(self.out)}
+        return asdict(self) | {"out": str(self.out), "corpus_paths": None if self.corpus_paths
+                               is None else str(self.corpus_paths)}
 
     def resolved_labels(self) -> list[str]:
         if not self.models:
@@ -97,7 +101,8 @@ def geometry_config(cfg: CompareConfig, model: str | None, out: Path, windtunnel
         model=model, prompts=None if windtunnel else cfg.prompts, out=out,
         n_per_quintile=cfg.n_per_quintile, pool_size=cfg.pool_size, seed=cfg.seed,
         n_resamples=cfg.n_resamples, curve_resamples=cfg.curve_resamples,
-        batch_size=cfg.batch_size, dtype=cfg.dtype, progress=cfg.progress)
+        batch_size=cfg.batch_size, dtype=cfg.dtype, progress=cfg.progress,
+        corpus_paths=cfg.corpus_paths)
 
 
 def _fingerprint(g: GeometryConfig, m: interp.InterpModel) -> str:

@@ -598,4 +598,6 @@ def format_summary(s: dict[str, Any]) -> str:
 def _f(x: float | None, nd: int = 3) -> str:
     if x is None or (isinstance(x, float) and not np.isfinite(x)):
         return "n/a"
+    if nd == 3 and 0 < abs(x) < 5e-4:
+        return f"{x:+.1e}"  # effects below the printed precision stay visible
     return f"{x:+.{nd}f}" if nd == 3 else f"{x:.{nd}f}"
