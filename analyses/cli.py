@@ -234,6 +234,7 @@ def cmd_models(a: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- geometry (Paper III)
 def cmd_geometry(a: argparse.Namespace) -> int:
+    from analyses.cli_report import run_and_report
     from analyses.geometry import (
         GeometryConfig,
         GeometryError,
@@ -243,22 +244,15 @@ def cmd_geometry(a: argparse.Namespace) -> int:
         sets_argument,
     )
 
-    try:
-        cfg = GeometryConfig(
+    def run() -> dict:
+        return run_geometry(GeometryConfig(
             model=a.model, prompts=sets_argument(a.prompts) if a.prompts else None,
             out=Path(a.out), layers=parse_layers(a.layers), layer=a.layer,
             n_per_quintile=a.n_per_quintile, pool_size=a.pool_size, seed=a.seed,
             n_resamples=a.bootstrap, batch_size=a.batch_size, dtype=a.dtype,
-            progress=not a.no_progress)
-        summary = run_geometry(cfg)
-    except GeometryError as e:
-        raise CLIError(str(e)) from e
-    if a.json:
-        print(json.dumps(summary))
-    else:
-        print(format_summary(summary))
-        print(f"-> {cfg.out / 'report.html'}")
-    return 0
+            progress=not a.no_progress))
+
+    return run_and_report(run, (GeometryError,), a.json, format_summary, Path(a.out))
 
 
 def _add_geometry(sub: argparse._SubParsersAction) -> None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 
 def cmd_compare(a: argparse.Namespace) -> int:
-    from analyses.cli import CLIError
+    from analyses.cli_report import run_and_report
     from analyses.compare import CompareConfig, CompareError, format_summary, run_compare
     from analyses.geometry import GeometryError, sets_argument
 
@@ -17,16 +16,8 @@ def cmd_compare(a: argparse.Namespace) -> int:
         out=Path(a.out), prompts=sets_argument(a.prompts) if a.prompts else None,
         n_per_quintile=a.n_per_quintile, pool_size=a.pool_size, n_resamples=a.bootstrap,
         seed=a.seed, batch_size=a.batch_size, dtype=a.dtype, progress=not a.no_progress)
-    try:
-        summary = run_compare(cfg)
-    except (CompareError, GeometryError) as e:
-        raise CLIError(str(e)) from e
-    if a.json:
-        print(json.dumps(summary))
-    else:
-        print(format_summary(summary))
-        print(f"-> {cfg.out / 'report.html'}")
-    return 0
+    return run_and_report(lambda: run_compare(cfg), (CompareError, GeometryError), a.json,
+                          format_summary, cfg.out)
 
 
 def add_compare(sub: argparse._SubParsersAction) -> None:

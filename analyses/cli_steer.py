@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 
@@ -31,7 +30,7 @@ def _pair(text: str) -> tuple[str, str]:
 
 
 def cmd_steer(a: argparse.Namespace) -> int:
-    from analyses.cli import CLIError
+    from analyses.cli_report import run_and_report
     from analyses.steering import SteerConfig, SteerError, format_summary, run_steer
 
     cfg = SteerConfig(
@@ -41,16 +40,8 @@ def cmd_steer(a: argparse.Namespace) -> int:
         direct=not a.no_direct, seed=a.seed, n_per_k=a.n_per_k, labels=a.labels,
         n_prompts=a.n_prompts, batch_size=a.batch_size, dtype=a.dtype,
         progress=not a.no_progress)
-    try:
-        summary = run_steer(cfg)
-    except SteerError as e:
-        raise CLIError(str(e)) from e
-    if a.json:
-        print(json.dumps(summary))
-    else:
-        print(format_summary(summary))
-        print(f"-> {cfg.out / 'report.html'}")
-    return 0
+    return run_and_report(lambda: run_steer(cfg), (SteerError,), a.json, format_summary,
+                          cfg.out)
 
 
 def add_steer(sub: argparse._SubParsersAction) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from analyses.cli_steer import _pair
@@ -21,7 +20,7 @@ def _ks(text: str) -> tuple[int, ...]:
 
 
 def cmd_sula(a: argparse.Namespace) -> int:
-    from analyses.cli import CLIError
+    from analyses.cli_report import run_and_report
     from analyses.sula import SulaConfig, format_summary, run_sula
     from windtunnel.sula import SulaError
 
@@ -29,16 +28,7 @@ def cmd_sula(a: argparse.Namespace) -> int:
                      alpha=a.alpha, labels=a.labels, remap_labels=a.remap_labels,
                      conditions=a.conditions, site=a.site, batch_size=a.batch_size,
                      dtype=a.dtype, progress=not a.no_progress)
-    try:
-        summary = run_sula(cfg)
-    except SulaError as e:
-        raise CLIError(str(e)) from e
-    if a.json:
-        print(json.dumps(summary))
-    else:
-        print(format_summary(summary))
-        print(f"-> {cfg.out / 'report.html'}")
-    return 0
+    return run_and_report(lambda: run_sula(cfg), (SulaError,), a.json, format_summary, cfg.out)
 
 
 def add_sula(sub: argparse._SubParsersAction) -> None:
