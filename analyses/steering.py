@@ -60,7 +60,7 @@ from probes import (
     pearson,
     prompt_set_hash,
 )
-from windtunnel.artifacts import run_manifest, write_json, write_table
+from windtunnel.artifacts import json_safe, run_manifest, write_json, write_table
 from windtunnel.task import entropy_bits_fp64
 
 SITE_KINDS = ("attn.v", "attn.k", "attn.q", "attn.z", "resid_pre", "resid_post", "attn_out",
@@ -536,7 +536,7 @@ def build_summary(cfg: SteerConfig, m: interp.InterpModel, pp: PosteriorPrompts,
                   effects: pd.DataFrame, head_layer: int, fp: str, wall: float,
                   t_clean: float, reused: int) -> dict[str, Any]:
     conds = [c.key for c in conditions(cfg)]
-    return _finite({
+    return json_safe({
         "model": m.info.name, "model_info": m.info.to_dict(), "task": pp.name,
         "n_prompts": len(pp), "group_name": pp.group_name, "layers": layers,
         "sites": runner.sites, "positions": cfg.positions, "n_random": cfg.n_random,
@@ -558,18 +558,6 @@ def build_summary(cfg: SteerConfig, m: interp.InterpModel, pp: PosteriorPrompts,
         "wall_s": round(wall, 2), "clean_pass_s": round(t_clean, 2),
         "reused_conditions": reused,
     })
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if np.isfinite(obj) else None
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
 
 
 def format_summary(s: dict[str, Any]) -> str:

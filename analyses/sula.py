@@ -39,7 +39,7 @@ import interp
 from analyses.posterior_prompts import PosteriorPrompts, calibration, model_posterior
 from probes import fit_pca, spearman
 from probes.atomic_io import atomic_write_bytes
-from windtunnel.artifacts import run_manifest, write_json, write_table
+from windtunnel.artifacts import json_safe, run_manifest, write_json, write_table
 from windtunnel.sula import (
     ALPHA,
     CARRIER_WORDS,
@@ -228,16 +228,6 @@ def _corr_abs(a: np.ndarray, b: np.ndarray) -> float | None:
     return float(abs(spearman(a, b)))
 
 
-def _clean(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, float | np.floating):
-        return float(x) if np.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
-
-
 def geometry(per: dict[str, pd.DataFrame], acts: dict[str, np.ndarray]) -> dict[str, Any]:
     """Shared-basis PC1 (standardised PCA over every condition's activations) per prompt, and
     per condition |ρ(PC1, H_Bayes)|, |ρ(PC1, H_model)|, ρ(k, PC1) (Spearman; PC1's sign is
@@ -297,7 +287,7 @@ def run_sula(cfg: SulaConfig, model: interp.InterpModel | None = None) -> dict[s
     per_k = per_k_table(table)
     cal = {c: calibration(per[c]["h_model_bits"].to_numpy(), per[c]["h_bayes_bits"].to_numpy(),
                           per[c]["k"].to_numpy()) for c in cfg.conditions}
-    summary = _clean({
+    summary = json_safe({
         "model": m.info.name, "model_info": m.info.to_dict(), "site": site,
         "labels": list(lab), "remap_labels": list(rem),
         "label_token_ids": {w: int(i) for w, i in ids.items()},

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import json
+import math
 import os
 import platform
 import subprocess
@@ -17,12 +18,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from probes.atomic_io import atomic_write
 
-__all__ = ["atomic_write", "package_version", "run_manifest", "write_json", "write_table",
-           "write_text"]
+__all__ = ["atomic_write", "json_safe", "package_version", "run_manifest", "write_json",
+           "write_table", "write_text"]
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
@@ -30,6 +32,20 @@ def write_json(path: str | Path, obj: Any) -> Path:
         p.write_text(json.dumps(obj, indent=2, default=_json_default) + "\n")
 
     return atomic_write(path, w)
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with NaN/inf floats replaced by None (JSON has no NaN), numpy scalars as Python
+    numbers, tuples as lists and dict keys as strings, recursively."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
 
 
 def write_text(path: str | Path, text: str) -> Path:
