@@ -117,36 +117,41 @@ def pick_labels(tokenizer: Any, labels: tuple[str, str] | None = None,
     """(labels, remap_labels, word → token id), each word one token for ``tokenizer``; missing
     pairs are filled from the candidates in order. Raises :class:`SulaError` naming a given
     label that is not a single token, with single-token alternatives."""
-    ids: dict[str, int] = {}
     given = [w for pair in (labels, remap_labels) if pair for w in pair]
     if len(set(given)) != len(given):
         raise SulaError(f"label words must all differ, got {given}")
+    ids = {w: label_token(tokenizer, w) for w in given}
     pool = [w for w in (*LABEL_CANDIDATES, *cvc_words(400)) if w not in given]
-    free: list[str] = []
-    for w in itertools.chain(pool, _vocab_words(tokenizer, set(given) | set(pool))):
-        t = label_token(tokenizer, w)
-        if t is not None and t not in ids.values():
-            free.append(w)
-            ids[w] = t
-        if len(free) >= 4:
-            break
-    for w in given:
-        t = label_token(tokenizer, w)
+
+    def free(n: int) -> list[str]:
+        """The first ``n`` candidates that are single tokens distinct from every chosen one."""
+        out: list[str] = []
+        for w in itertools.chain(pool, _vocab_words(tokenizer, set(given) | set(pool))):
+            if len(out) >= n:
+                break
+            t = label_token(tokenizer, w)
+            if t is not None and t not in ids.values():
+                out.append(w)
+                ids[w] = t
+        return out
+
+    for w, t in list(ids.items()):
         if t is None:
             n = len(tokenizer.encode(f"{_PROBE_CONTEXT} {w}", add_special_tokens=False)) \
                 - len(tokenizer.encode(_PROBE_CONTEXT, add_special_tokens=False))
+            del ids[w]
             raise SulaError(f"label {w!r} is not a single token for this tokenizer (' {w}' "
                             f"takes {n} tokens after ':'); choose single-token labels, e.g. "
-                            f"{', '.join(free[:4])}")
-        ids[w] = t
-    if len({ids[w] for w in given}) != len(given):
+                            f"{', '.join(free(4))}")
+    if len(set(ids.values())) != len(given):
         raise SulaError(f"labels {given} map to the same token")
     need = (0 if labels else 2) + (0 if remap_labels else 2)
-    if len(free) < need:
-        raise SulaError(f"found only {len(free)} single-token label words for this tokenizer "
-                        f"({', '.join(free) or 'none'}) among {len(pool)} candidates; pass "
+    found = free(need) if need else []
+    if len(found) < need:
+        raise SulaError(f"found only {len(found)} single-token label words for this tokenizer "
+                        f"({', '.join(found) or 'none'}) among {len(pool)} candidates; pass "
                         "labels and remap_labels that are one token each after ': '")
-    it = iter(free)
+    it = iter(found)
     lab = labels or (next(it), next(it))
     rem = remap_labels or (next(it), next(it))
     return lab, rem, {w: ids[w] for w in (*lab, *rem)}
