@@ -1,0 +1,104 @@
+"""Options declared once, on the configuration dataclass that uses them.
+
+A field made with :func:`option` carries its help text, its range and, where the command line
+needs it, a flag name, a parser or choices in ``metadata["option"]``. The ``bayesgeom`` command
+line derives its parsers from these declarations (``analyses.options``), and :func:`check_options`
+validates a configuration against them, so the CLI and the Python API give the same one-line
+message for a bad value.
+
+Example:
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Cfg:
+    ...     n: int = option(50, "prompts per k", min=1)
+    >>> check_options(Cfg(n=0))  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    records.options.OptionError: n must be >= 1, got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+class OptionError(ValueError):
+    """A configuration value outside what its option declares."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one configuration field appears and what it accepts.
+
+    ``flag``: the command-line flag (default ``--field-name``; a name without dashes makes it
+    positional); ``parse``: turns the command-line string into the value (default: from the
+    field's type); ``choices``: allowed values; ``min`` / ``max``: inclusive bounds (each
+    element of a tuple); ``negate``: for a boolean that defaults to True, the flag that turns it
+    off; ``required``: the command line must give it; ``cli=False``: API only."""
+
+    help: str
+    flag: str | None = None
+    parse: Callable[[str], Any] | None = None
+    choices: Sequence[Any] | None = None
+    min: float | None = None
+    max: float | None = None
+    negate: str | None = None
+    required: bool = False
+    cli: bool = True
+    metavar: str | None = None
+
+
+def option(default: Any, help: str, *, factory: Callable[[], Any] | None = None,
+           **kw: Any) -> Any:
+    """A dataclass field with ``default`` (or ``factory``) and its :class:`Option`."""
+    meta = {"option": Option(help=help, **kw)}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def same_option(cls: type, name: str, default: Any = dataclasses.MISSING, **changes: Any) -> Any:
+    """A field declared like ``cls``'s field ``name`` (its :class:`Option`, with ``changes``;
+    its default unless ``default`` is given), so two configs share one declaration."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    opt = dataclasses.replace(f.metadata["option"], **changes)
+    if default is not dataclasses.MISSING:
+        return dataclasses.field(default=default, metadata={"option": opt})
+    if f.default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=f.default_factory, metadata={"option": opt})
+    return dataclasses.field(default=f.default, metadata={"option": opt})
+
+
+def declared(cls_or_obj: Any) -> list[tuple[dataclasses.Field, Option]]:
+    """(field, option) for every field of a dataclass declared with :func:`option`."""
+    return [(f, f.metadata["option"]) for f in dataclasses.fields(cls_or_obj)
+            if isinstance(f.metadata.get("option"), Option)]
+
+
+def _values(v: Any) -> list[Any]:
+    return list(v) if isinstance(v, list | tuple) else [v]
+
+
+def check_options(cfg: Any) -> None:
+    """Raise :class:`OptionError` naming the first field whose value breaks its declaration
+    (a choice, a bound, or a NaN/inf number)."""
+    for f, opt in declared(cfg):
+        value = getattr(cfg, f.name)
+        if value is None:
+            continue
+        if opt.choices is not None and value not in opt.choices:
+            raise OptionError(f"{f.name} must be one of {', '.join(map(str, opt.choices))}, "
+                              f"got {value!r}")
+        for v in _values(value):
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                continue
+            if isinstance(v, float) and not math.isfinite(v):
+                raise OptionError(f"{f.name} must be finite, got {v}")
+            if opt.min is not None and v < opt.min:
+                raise OptionError(f"{f.name} must be >= {opt.min:g}, got {value!r}")
+            if opt.max is not None and v > opt.max:
+                raise OptionError(f"{f.name} must be <= {opt.max:g}, got {value!r}")
