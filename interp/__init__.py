@@ -1,4 +1,4 @@
-"""interp: load, hook, capture and intervene on causal LMs, pretrained or wind-tunnel.
+"""interp: load, hook, capture and intervene on any Hugging Face causal LM, large or small.
 
     import interp
     model = interp.load()                       # embedded SmolLM2-135M, offline
@@ -32,6 +32,7 @@ from interp.errors import (
 from interp.families import FAMILIES, AttentionGeometry
 from interp.interventions import (
     AddVector,
+    DirectionEdit,
     Intervention,
     InterventionHandle,
     KeepOnly,
@@ -41,7 +42,8 @@ from interp.interventions import (
 )
 from interp.loading import load
 from interp.model import InterpModel
-from interp.sites import SITE_KINDS, Site
+from interp.sites import SITE_KINDS, Site, resolve_layer, resolve_layers, site_name
+from interp.weights import projection_weights
 
 __all__ = [
     "EMBEDDED_NAME",
@@ -50,6 +52,7 @@ __all__ = [
     "ActivationStore",
     "AddVector",
     "AttentionGeometry",
+    "DirectionEdit",
     "DirectionShapeError",
     "InterpError",
     "InterpModel",
@@ -73,5 +76,9 @@ __all__ = [
     "intervene",
     "load",
     "projection_std",
+    "projection_weights",
     "random_controls",
+    "resolve_layer",
+    "resolve_layers",
+    "site_name",
 ]

@@ -29,7 +29,7 @@ from safetensors.torch import save_file
 
 from interp.errors import StoreError, UnknownSiteError
 from interp.sites import parse_site
-from windtunnel.artifacts import atomic_write, write_json, write_table
+from records import atomic_write, write_json, write_table
 
 FORMAT = "bayesgeom.activations/1"
 INDEX_FIELDS = ("prompt_index", "position", "token_id", "entropy_bits")

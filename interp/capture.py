@@ -19,8 +19,8 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from infotheory import entropy_bits_from_logits
 from interp.activation_store import INDEX_FIELDS, ActivationStore, ShardWriter
-from interp.entropy import entropy_bits
 from interp.errors import InterpError, NonFiniteActivationError
 from interp.loading import load
 from interp.model import InterpModel
@@ -29,7 +29,7 @@ from interp.positions import select_rows as _select_rows
 from interp.prompts import Prompts, prompts_sha256
 from interp.sites import Site
 from interp.token_batch import TokenBatch
-from windtunnel.artifacts import package_version, run_manifest
+from records import run_manifest
 
 SHARD_TARGET_BYTES = 32 * 2**20
 STORE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -91,18 +91,7 @@ class _Rows:
 
 
 def _row_elems(model: InterpModel, site: Site, pattern_width: int) -> int:
-    d = getattr(model.hf.config, "hidden_size", None) or getattr(model.hf.config, "n_embd", 1)
-    if site.kind in ("resid_pre", "resid_post", "attn_out", "mlp_out"):
-        return int(d)
-    if site.kind == "final_norm.scale":
-        return 1
-    if site.kind == "logits":
-        return int(model.vocab_size or d)
-    g = model.geometry
-    if site.kind == "attn.pattern":
-        return g.n_heads * pattern_width
-    n = g.n_kv_heads if site.kind in ("attn.k", "attn.v") else g.n_heads
-    return n * g.d_head
+    return math.prod(model.feature_shape(site, pattern_width))
 
 
 def _auto_prompts_per_shard(model: InterpModel, sites: list[Site], spec: Any, lengths: list[int],
@@ -113,10 +102,6 @@ def _auto_prompts_per_shard(model: InterpModel, sites: list[Site], spec: Any, le
     per_prompt = rows * itemsize * (sum(_row_elems(model, s, width) for s in sites) + 4)
     n = max(1, int(SHARD_TARGET_BYTES // max(per_prompt, 1)))
     return max(batch_size, n // batch_size * batch_size)
-
-
-def _versions() -> dict[str, str | None]:
-    return {p: package_version(p) for p in _EXTRA_VERSIONS}
 
 
 def capture(
@@ -135,12 +120,12 @@ def capture(
 ) -> ActivationStore:
     """Capture ``sites`` at ``positions`` for every prompt.
 
-    ``model``: an :class:`InterpModel` or anything :func:`interp.load` takes (Hub name, local or
-    wind-tunnel directory, ``None`` for the embedded model). ``prompts``: strings, token lists,
-    an [N, T] id tensor or a wind-tunnel ``TaskBatch``. ``positions``: ``"last"``, ``"all"`` or
-    indices into each prompt (negative from its end). ``out``: stream to this directory (resumes
-    an interrupted capture) instead of keeping rows in memory. Returns the
-    :class:`ActivationStore`; its rows are prompt-major, then position order.
+    ``model``: an :class:`InterpModel` or anything :func:`interp.load` takes (Hub name, local
+    directory, ``None`` for the embedded model). ``prompts``: strings, token lists, an [N, T] id
+    tensor or any object with an ``input_ids`` tensor (a wind-tunnel ``TaskBatch``).
+    ``positions``: ``"last"``, ``"all"`` or indices into each prompt (negative from its end).
+    ``out``: stream to this directory (resumes an interrupted capture) instead of keeping rows in
+    memory. Returns the :class:`ActivationStore`; its rows are prompt-major, then position order.
     """
     m = load(model)
     if batch_size < 1:
@@ -225,7 +210,7 @@ def _finish_batch(rows: _Rows, logits: torch.Tensor, want_logits: bool) -> dict[
     assert b is not None and r is not None
     shift = b.width - logits.shape[1]
     lrows = logits[r.batch.to(logits.device), (r.column - shift).to(logits.device)]
-    ent = entropy_bits(lrows).cpu()
+    ent = entropy_bits_from_logits(lrows).cpu()
     if want_logits:
         rows.put("logits", lrows)
     elif rows.check_finite and not bool(torch.isfinite(ent).all()):
@@ -240,6 +225,5 @@ def _finish_batch(rows: _Rows, logits: torch.Tensor, want_logits: bool) -> dict[
 
 
 def _manifest(m: InterpModel, seed: int, sdt: torch.dtype) -> dict[str, Any]:
-    man = run_manifest(seed=seed, model=m.info.to_dict(), store_dtype=str(sdt))
-    man["versions"].update(_versions())
-    return man
+    return run_manifest(packages=_EXTRA_VERSIONS, seed=seed, model=m.info.to_dict(),
+                        store_dtype=str(sdt))

@@ -18,8 +18,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from interp.errors import InterpError
-from interp.families import ModuleMap
-from interp.qkv_layout import merge_fused, split_fused
+from interp.families import AttentionGeometry, ModuleMap
 from interp.sites import Site
 from interp.token_batch import TokenBatch
 
@@ -71,10 +70,10 @@ class HFHookBackend:
     name = "hf"
 
     def __init__(self, model: nn.Module, modules: ModuleMap,
-                 n_heads: Callable[[], tuple[int, int]]):
+                 geometry: Callable[[], AttentionGeometry]):
         self.model = model
         self.modules = modules
-        self._heads = n_heads  # lazily: (n_heads, n_kv_heads)
+        self._geometry = geometry  # lazily: read on the first per-head hook
         params = inspect.signature(model.forward).parameters
         self._accepts = {k for k in ("position_ids", "logits_to_keep", "use_cache") if k in params}
 
@@ -97,7 +96,7 @@ class HFHookBackend:
         if kind == "logits":
             return _output_hook(m.lm_head(site), lambda o: self._swap(o, fn(_first(o))))
         if kind == "attn.z":
-            n_heads = self._heads()[0]
+            n_heads = self._geometry().n_heads
             return _input_hook(m.out_proj(site),
                                lambda x: _flat(fn(x.unflatten(-1, (n_heads, -1)))))
         if kind == "attn.pattern":
@@ -114,17 +113,12 @@ class HFHookBackend:
         return None if new is None else _replace_first(out, new)
 
     def _qkv_hook(self, site: Site, fn: SiteFn) -> RemovableHandle:
-        module, which = self.modules.projection(site)
-        n_heads, n_kv = self._heads()
-        n = n_heads if site.kind == "attn.q" else n_kv
-        if which is None:
-            return _output_hook(module, lambda o: _flat(fn(o.unflatten(-1, (n, -1)))))
-        layout = self.modules.adapter.qkv_layout
-        assert layout is not None
+        module, which, layout = self.modules.projection(site)
+        heads = self._geometry().heads
 
         def hook(raw: torch.Tensor) -> torch.Tensor | None:
-            new = fn(split_fused(raw, which, layout, n_heads))
-            return None if new is None else merge_fused(raw, which, new, layout, n_heads)
+            new = fn(layout.split(raw, which, heads))
+            return None if new is None else layout.merge(raw, which, new, heads)
 
         return _output_hook(module, hook)
 

@@ -1,13 +1,15 @@
 """Interventions: edits written back into a site while a context is open.
 
-Each edit works on the site's feature vector at the chosen positions (``"all"`` real tokens by
-default, ``"last"``, or indices counted over each prompt's real tokens):
+One direction edit, :class:`DirectionEdit` (site, direction, operation), applies a plain
+edit function of :mod:`interp.edits` to the site's feature vector at the chosen positions
+(``"all"`` real tokens by default, ``"last"``, or indices counted over each prompt's real
+tokens), with u = direction / |direction|. The named edits are its common cases:
 
-* :class:`AddVector` ``x + scale·v``
-* :class:`ProjectOut` ``x - f·(x·u) u``  (u = d/|d|; f = ``fraction`` removed, 1 by default)
-* :class:`KeepOnly` ``(x·u) u``
-* :class:`ShiftAlong` ``x + δ·σ·u``  (σ e.g. the std of x·u over a capture, see
-  :func:`interp.directions.projection_std`)
+* :class:`ProjectOut` ``x - f·(x·u) u`` (:func:`~interp.edits.project_out`; f = ``fraction``)
+* :class:`KeepOnly` ``(x·u) u`` (:func:`~interp.edits.keep_only`)
+* :class:`ShiftAlong` ``x + δ·σ·u`` (:func:`~interp.edits.shift`; σ e.g. the std of x·u over a
+  capture, see :func:`interp.directions.projection_std`)
+* :class:`AddVector` ``x + scale·v`` (:func:`~interp.edits.add`; v not normalised)
 
 For per-head sites (``attn.L.v`` etc.) the vector spans all heads (``[H·dh]`` or ``[H, dh]``), or,
 with ``heads=[...]``, each listed head separately (``[dh]`` shared, or ``[len(heads), dh]``).
@@ -23,14 +25,16 @@ numerically nil (max change <= ``nil_rtol`` × max |x|) is reported with a
 
 from __future__ import annotations
 
+import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 import torch
 
+from interp.edits import add, keep_only, project_out, shift
 from interp.errors import (
     DirectionShapeError,
     InterpError,
@@ -45,7 +49,7 @@ NIL_RTOL = 1e-6
 
 @dataclass
 class Intervention:
-    """Base: where an edit applies. Subclasses define the edit."""
+    """Base: where an edit applies. Subclasses define the vector and the edit."""
 
     site: str | Sequence[str]
     positions: PositionSpec = field(default="all", kw_only=True)
@@ -65,9 +69,45 @@ class Intervention:
     def label(self) -> str:
         return type(self).__name__
 
+    def _check_finite(self, **params: float) -> None:
+        bad = {k: v for k, v in params.items() if not math.isfinite(float(v))}
+        if bad:
+            raise DirectionShapeError(f"{self.label()}: parameters must be finite, got {bad}")
 
-def _dot(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    return (x * u).sum(-1, keepdim=True)
+
+@dataclass
+class DirectionEdit(Intervention):
+    """Apply ``operation(x, u, **params)`` (a plain function of :mod:`interp.edits`, or your
+    own with that signature) with the unit direction u = direction / |direction|.
+
+    Example:
+        >>> import torch
+        >>> e = DirectionEdit("attn.-1.v", torch.ones(4), project_out, fraction=0.5)
+        >>> e.label()
+        'project_out(fraction=0.5)'
+    """
+
+    direction: torch.Tensor
+    operation: Callable[..., torch.Tensor] = project_out
+    params: dict[str, float] = field(default_factory=dict)
+
+    def __init__(self, site: str | Sequence[str], direction: torch.Tensor,
+                 operation: Callable[..., torch.Tensor] = project_out, *,
+                 positions: PositionSpec = "all", heads: Sequence[int] | None = None,
+                 **params: float):
+        super().__init__(site, positions=positions, heads=heads)
+        self.direction, self.operation, self.params = direction, operation, dict(params)
+        self._check_finite(**self.params)
+
+    def _vector(self) -> torch.Tensor:
+        return torch.as_tensor(self.direction)
+
+    def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return self.operation(x, v, **self.params)
+
+    def label(self) -> str:
+        args = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
+        return f"{getattr(self.operation, '__name__', 'edit')}({args})"
 
 
 @dataclass
@@ -77,6 +117,9 @@ class AddVector(Intervention):
     vector: torch.Tensor
     scale: float = field(default=1.0, kw_only=True)
 
+    def __post_init__(self) -> None:
+        self._check_finite(scale=self.scale)
+
     def _vector(self) -> torch.Tensor:
         return torch.as_tensor(self.vector)
 
@@ -84,32 +127,30 @@ class AddVector(Intervention):
         return False
 
     def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return x + self.scale * v
+        return add(x, v, self.scale)
 
 
 @dataclass
 class ProjectOut(Intervention):
-    """Remove the fraction ``fraction`` of the component along ``direction``:
-    ``x - f (x·u) u`` (f = 1: hard ablation; 0 < f < 1: a partial cut for dose–response
-    sweeps; f = 2 reflects x through the hyperplane orthogonal to u, keeping |x|)."""
+    """Remove the fraction ``fraction`` of the component along ``direction``
+    (:func:`interp.edits.project_out`)."""
 
     direction: torch.Tensor
     fraction: float = field(default=1.0, kw_only=True)
 
     def __post_init__(self) -> None:
-        if not torch.isfinite(torch.tensor(float(self.fraction))):
-            raise DirectionShapeError(f"ProjectOut fraction must be finite, got {self.fraction}")
+        self._check_finite(fraction=self.fraction)
 
     def _vector(self) -> torch.Tensor:
         return torch.as_tensor(self.direction)
 
     def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return x - self.fraction * _dot(x, v) * v
+        return project_out(x, v, self.fraction)
 
 
 @dataclass
 class KeepOnly(Intervention):
-    """Keep only the component along ``direction``: ``(x·u) u``."""
+    """Keep only the component along ``direction`` (:func:`interp.edits.keep_only`)."""
 
     direction: torch.Tensor
 
@@ -117,22 +158,25 @@ class KeepOnly(Intervention):
         return torch.as_tensor(self.direction)
 
     def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return _dot(x, v) * v
+        return keep_only(x, v)
 
 
 @dataclass
 class ShiftAlong(Intervention):
-    """Move along the unit ``direction`` by ``delta · sigma``: ``x + δσ u``."""
+    """Move along the unit ``direction`` by ``delta · sigma`` (:func:`interp.edits.shift`)."""
 
     direction: torch.Tensor
     delta: float
     sigma: float = field(default=1.0, kw_only=True)
 
+    def __post_init__(self) -> None:
+        self._check_finite(delta=self.delta, sigma=self.sigma)
+
     def _vector(self) -> torch.Tensor:
         return torch.as_tensor(self.direction)
 
     def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return x + (self.delta * self.sigma) * v
+        return shift(x, v, self.delta * self.sigma)
 
 
 @dataclass
@@ -160,23 +204,12 @@ class InterventionEffect:
                 f"over {self.rows} rows (max |x| {self.max_abs_activation:.3g})")
 
 
-def _feature_shape(model: Any, site: Site) -> tuple[int, ...]:
-    cfg = model.hf.config
-    if site.per_head:
-        g = model.geometry
-        n = g.n_kv_heads if site.kind in ("attn.k", "attn.v") else g.n_heads
-        return (n, g.d_head)
-    if site.kind == "logits":
-        return (int(model.vocab_size),)
-    return (int(getattr(cfg, "hidden_size", None) or cfg.n_embd),)
-
-
 def _prepare(iv: Intervention, site: Site, model: Any) -> tuple[torch.Tensor, list[int] | None]:
     """(vector as float32 [F] or [k, dh], heads or None), checked against the site's shape."""
     if not site.writable:
         raise InterpError(f"site {site.name} is read-only; interventions cannot write to it")
     v = iv._vector().detach().to("cpu", torch.float32)
-    shape = _feature_shape(model, site)
+    shape = model.feature_shape(site)
     F = int(torch.tensor(shape).prod())
     heads = None if iv.heads is None else [int(h) for h in iv.heads]
     if heads is not None:

@@ -22,6 +22,7 @@ from torch import nn
 
 from interp.errors import InterpError
 from interp.hf_hooks import HFHookBackend
+from interp.sites import resolve_layer
 from interp.token_batch import TokenBatch
 
 
@@ -38,10 +39,7 @@ def _check(model: Any, layer: int) -> int:
     if not isinstance(model.backend, HFHookBackend):
         raise InterpError("resuming a forward pass at a layer needs the 'hf' backend "
                           f"(this model uses {model.info.backend!r})")
-    n = model.n_layers
-    if not -n <= layer < n:
-        raise InterpError(f"layer {layer} does not exist; valid layers are 0..{n - 1}")
-    return layer % n
+    return resolve_layer(layer, model.n_layers)
 
 
 def forward_recording(model: Any, batch: TokenBatch, layer: int, logits_to_keep: int = 1,

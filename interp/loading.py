@@ -1,25 +1,28 @@
-"""``load``: one loader for Hub names, local directories, wind-tunnel runs and the embedded model.
+"""``load``: one loader for Hub names, local directories and the embedded model.
 
 * ``None`` / ``"default"`` / ``"smollm2-135m-instruct"``: the embedded SmolLM2 (offline).
-* a wind-tunnel run directory (``run.json``) or model directory (``windtunnel.json`` or a
-  bayesgeom config): loaded through ``windtunnel``, with its task attached.
-* any other local directory: ``from_pretrained(dir)`` (local files only).
+* a local directory: ``from_pretrained(dir)`` (local files only).
 * anything else is a Hub name: cached copies load offline; uncached ones download only when the
   Hub answers within seconds (see :mod:`interp.hub_access`).
+* an ``nn.Module`` (or an :class:`InterpModel`) is wrapped as it is.
 
-Remote code is never executed (``trust_remote_code`` stays off).
+Remote code is never executed (``trust_remote_code`` stays off). Wind-tunnel runs are opened by
+``analyses.open_model``, which attaches their task (``interp`` knows no run layout).
+
+Example (needs the Hub or a cached copy):
+    >>> import interp
+    >>> m = interp.load("EleutherAI/pythia-410m", revision="step143000")  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from interp import embedded_model
+import interp.embedded_model as embedded_model
 from interp.errors import InterpError, ModelNotAvailableError
 from interp.hub_access import hub_load_kwargs
 from interp.model import InterpModel
@@ -39,36 +42,6 @@ def parse_dtype(dtype: str | torch.dtype | None) -> torch.dtype | str | None:
 
 def _looks_like_path(name: str) -> bool:
     return name.startswith(("/", "./", "../", "~")) or name in (".", "..")
-
-
-def _is_windtunnel_model_dir(path: Path) -> bool:
-    cfg = path / "config.json"
-    if not cfg.exists():
-        return False
-    try:
-        c = json.loads(cfg.read_text())
-    except json.JSONDecodeError:
-        return False
-    return "bayesgeom_preset" in c or c.get("model_type") == "bayesgeom_mlp"
-
-
-def _windtunnel(path: Path) -> tuple[nn.Module, Any | None]:
-    from windtunnel.checkpoint import CheckpointError, load_model
-    from windtunnel.task import task_from_config
-    from windtunnel.training import RunDirError, load_run
-
-    try:
-        if (path / "run.json").exists() or (path / "windtunnel.json").exists():
-            run = load_run(path)
-            return run.model, run.task
-        model = load_model(path)
-    except (CheckpointError, RunDirError) as e:
-        raise ModelNotAvailableError(f"cannot load wind-tunnel model {path}: {e}") from e
-    run_json = path.parent.parent / "run.json"  # <run>/checkpoints/step-N
-    task = None
-    if run_json.exists():
-        task = task_from_config(json.loads(run_json.read_text())["task"])
-    return model, task
 
 
 def load(
@@ -115,16 +88,10 @@ def load(
     if path.exists():
         if not path.is_dir():
             raise ModelNotAvailableError(f"{path} is a file; pass the model's directory")
-        if (path / "run.json").exists() or (path / "windtunnel.json").exists() \
-                or _is_windtunnel_model_dir(path):
-            hf, task = _windtunnel(path)
-            if isinstance(td, torch.dtype):
-                hf = hf.to(td)
-            return _finish(hf, None, device, backend, name=str(path), source="windtunnel",
-                           task=task, tl_source=str(path))
         if not (path / "config.json").exists():
             raise ModelNotAvailableError(
-                f"{path} holds no model (no config.json, run.json or windtunnel.json)")
+                f"{path} holds no model (no config.json); a wind-tunnel run directory is opened "
+                "with analyses.open_model (or any bayesgeom command's --model)")
         hf, tok = _from_dir(path, kw)
         return _finish(hf, tok, device, backend, name=str(path), source="local",
                        tl_source=str(path))

@@ -1,11 +1,15 @@
 """``InterpModel``: a loaded causal LM with its tokenizer, family adapter and hook backend.
 
 Everything in ``interp`` (capture, interventions, generation) goes through this one object, for
-pretrained LLMs and wind-tunnel checkpoints alike. Build it with :func:`interp.load`.
+pretrained LLMs and small models alike. Build it with :func:`interp.load`, or wrap any
+``*ForCausalLM`` module with ``InterpModel(module)``; a caller may attach a ``task`` (any object:
+``interp`` only carries it).
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -20,7 +24,7 @@ from interp.families import AttentionGeometry, ModuleMap, locate
 from interp.hf_hooks import HFHookBackend, SiteFn
 from interp.positions import PositionSpec, normalise_positions, position_mask
 from interp.prompts import Prompts, encode_prompts
-from interp.sites import Site, parse_sites, valid_site_listing
+from interp.sites import Site, all_sites, parse_sites, valid_site_listing
 from interp.tl_bridge import TransformerLensBackend, build_bridge
 from interp.token_batch import TokenBatch, left_pad
 
@@ -43,21 +47,29 @@ class ModelInfo:
         return asdict(self)
 
 
-def _n_ctx(model: nn.Module, task: Any | None) -> int | None:
+def _n_ctx(model: nn.Module) -> int | None:
     cfg = getattr(model, "config", None)
     for name in ("n_positions", "max_position_embeddings", "n_ctx", "max_seq_len"):
         v = getattr(cfg, name, None)
         if isinstance(v, int) and v > 0:
             return v
-    return getattr(task, "max_seq_len", None)
+    return None
 
 
 class InterpModel:
     """A causal LM ready for capture and interventions.
 
-    ``hf``: the ``*ForCausalLM`` module; ``tokenizer`` (``None`` for wind-tunnel models, which
-    take token ids); ``task``: the wind-tunnel task, if any; ``backend``: ``"hf"`` (forward hooks)
-    or ``"transformer_lens"`` (a ``TransformerBridge``, available as ``bridge``).
+    ``hf``: the ``*ForCausalLM`` module; ``tokenizer`` (``None`` for models that take token
+    ids, such as wind tunnels); ``task``: whatever the caller attached (``analyses`` attaches a
+    wind tunnel's task); ``backend``: ``"hf"`` (forward hooks) or ``"transformer_lens"`` (a
+    ``TransformerBridge``, available as ``bridge``).
+
+    Example:
+        >>> import torch, transformers
+        >>> cfg = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=16, vocab_size=11)
+        >>> m = InterpModel(transformers.GPT2LMHeadModel(cfg))
+        >>> m.n_layers, m.d_model, m.feature_shape(m.resolve_sites("attn.0.v")[0])
+        (2, 16, (2, 8))
     """
 
     def __init__(
@@ -82,7 +94,7 @@ class InterpModel:
         self.bridge: Any | None = None
         self.backend: HFHookBackend | TransformerLensBackend
         if backend == "hf":
-            self.backend = HFHookBackend(hf_model, self.modules, self._head_counts)
+            self.backend = HFHookBackend(hf_model, self.modules, lambda: self.geometry)
         else:
             _ = self.geometry  # read head counts before the bridge rewraps the modules
             self.bridge = build_bridge(hf_model, tokenizer, tl_source)
@@ -94,7 +106,7 @@ class InterpModel:
             family=self.modules.adapter.name, model_type=str(getattr(cfg, "model_type", "?")),
             backend=backend,
         )
-        self.n_ctx = _n_ctx(hf_model, task)
+        self.n_ctx = _n_ctx(hf_model)
         self.vocab_size: int | None = getattr(cfg, "vocab_size", None)
         self._batch: TokenBatch | None = None
 
@@ -112,15 +124,43 @@ class InterpModel:
         """Heads, kv heads and head size (``geometry.kv_head_of_query`` maps query to kv head)."""
         return self.modules.geometry()
 
-    def _head_counts(self) -> tuple[int, int]:
-        g = self.geometry
-        return g.n_heads, g.n_kv_heads
+    @property
+    def d_model(self) -> int:
+        """Residual-stream width, whatever the config calls it."""
+        return self.modules.d_model
+
+    def feature_shape(self, site: Site, pattern_width: int | None = None) -> tuple[int, ...]:
+        """Shape of one token's row of ``site``: (D,) for residual kinds, (heads, dh) for
+        per-head kinds (kv heads for k and v), (V,) for logits, () for the final-norm scale,
+        (H, ``pattern_width``) for attention patterns."""
+        if site.per_head:
+            g = self.geometry
+            n = g.n_kv_heads if site.kind in ("attn.k", "attn.v") else g.n_heads
+            return (n, g.d_head)
+        if site.kind == "attn.pattern":
+            if pattern_width is None:
+                raise InterpError(f"{site.name}: a pattern row's width is the prompt length")
+            return (self.geometry.n_heads, pattern_width)
+        if site.kind == "final_norm.scale":
+            return ()
+        if site.kind == "logits":
+            return (int(self.vocab_size or self.d_model),)
+        return (self.d_model,)
+
+    def weights_digest(self) -> str:
+        """SHA-256 (hex) of every parameter and buffer -- names, dtypes, shapes and bytes, in
+        module order -- so any change to the weights (retraining, swapping two layers) changes
+        it. About 0.3 s per GB on a CPU with SHA extensions."""
+        h = hashlib.sha256()
+        with torch.no_grad():
+            for name, t in itertools.chain(self.hf.named_parameters(), self.hf.named_buffers()):
+                h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
+                h.update(t.detach().reshape(-1).contiguous().view(torch.uint8).cpu().numpy())
+        return h.hexdigest()
 
     def sites(self) -> list[str]:
         """Every valid site name of this model."""
-        return [s.name for s in parse_sites(
-            ["resid_pre.*", "resid_post.*", "attn.*.q", "attn.*.k", "attn.*.v", "attn.*.pattern",
-             "attn.*.z", "attn_out.*", "mlp_out.*", "final_norm.scale", "logits"], self.n_layers)]
+        return [s.name for s in all_sites(self.n_layers)]
 
     def site_listing(self) -> str:
         return valid_site_listing(self.n_layers)

@@ -26,6 +26,7 @@ logits              [B, T, V]            next-token logits
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from interp.errors import UnknownSiteError
@@ -47,6 +48,9 @@ SITE_KINDS: dict[str, tuple[str, str]] = {
 GLOBAL_KINDS = ("final_norm.scale", "logits")
 HEAD_KINDS = ("attn.q", "attn.k", "attn.v", "attn.z")
 READ_ONLY_KINDS = ("attn.pattern", "final_norm.scale")
+RESIDUAL_KINDS = ("resid_pre", "resid_post", "attn_out", "mlp_out")
+#: per-layer kinds with one feature vector per token (what probes read and edits write)
+VECTOR_KINDS = (*HEAD_KINDS, *RESIDUAL_KINDS)
 
 _LAYERED = re.compile(r"^(resid_pre|resid_post|attn_out|mlp_out)\.(-?\d+|\*)$")
 _ATTN = re.compile(r"^attn\.(-?\d+|\*)\.(q|k|v|pattern|z)$")
@@ -83,6 +87,41 @@ class Site:
 
     def __str__(self) -> str:
         return self.name
+
+
+def site_name(kind: str, layer: int | None = None) -> str:
+    """The name of the site of ``kind`` at ``layer`` (e.g. ``site_name("attn.v", 3)`` is
+    ``"attn.3.v"``); raises :class:`UnknownSiteError` for an unknown kind."""
+    if kind not in SITE_KINDS:
+        raise UnknownSiteError(f"unknown site kind {kind!r}; kinds: {', '.join(SITE_KINDS)}")
+    return Site(kind, layer).name
+
+
+def resolve_layer(layer: int, n_layers: int) -> int:
+    """``layer`` as a non-negative index (negatives count from the end); raises
+    :class:`UnknownSiteError` naming the valid range."""
+    if not -n_layers <= layer < n_layers:
+        raise UnknownSiteError(f"layer {layer} does not exist; the model has {n_layers} layers, "
+                               f"valid layers are {_layer_range(n_layers)}")
+    return layer % n_layers
+
+
+def resolve_layers(layers: Sequence[int] | None, n_layers: int) -> list[int]:
+    """Sorted distinct non-negative layers (None: every layer); a layer named twice (e.g. 1 and
+    -1 of a two-layer model) is an error."""
+    if layers is None:
+        return list(range(n_layers))
+    out = [resolve_layer(int(L), n_layers) for L in layers]
+    if len(set(out)) != len(out):
+        raise UnknownSiteError(f"layers {list(layers)} name the same layer twice")
+    return sorted(out)
+
+
+def all_sites(n_layers: int) -> list[Site]:
+    """Every site of a model with ``n_layers`` blocks, kind by kind in :data:`SITE_KINDS`
+    order, layers ascending."""
+    return [Site(k) if k in GLOBAL_KINDS else Site(k, L)
+            for k in SITE_KINDS for L in ([None] if k in GLOBAL_KINDS else range(n_layers))]
 
 
 def _layer_range(n_layers: int) -> str:
@@ -139,10 +178,7 @@ def _parse_one(name: str, n_layers: int) -> list[Site]:
         kind, layer = f"attn.{m.group(2)}", m.group(1)
     if layer == "*":
         return [Site(kind, i) for i in range(n_layers)]
-    i = int(layer)
-    if not -n_layers <= i < n_layers:
-        raise UnknownSiteError(
-            f"layer {i} in site {name!r} is out of range: the model has {n_layers} layers, "
-            f"valid layers are {_layer_range(n_layers)}"
-        )
-    return [Site(kind, i % n_layers)]
+    try:
+        return [Site(kind, resolve_layer(int(layer), n_layers))]
+    except UnknownSiteError as e:
+        raise UnknownSiteError(f"site {name!r}: {e}") from None

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from interp.errors import InterpError
-from interp.sites import Site
+from interp.sites import SITE_KINDS, Site
 from interp.token_batch import TokenBatch
 
 SiteFn = Callable[[torch.Tensor], torch.Tensor | None]
@@ -34,6 +34,7 @@ _HOOK_NAMES = {
     "final_norm.scale": "ln_final.hook_scale",
     "logits": "hook_unembed",
 }
+assert set(_HOOK_NAMES) == set(SITE_KINDS), "every site kind needs a TransformerBridge hook"
 
 
 def hook_name(site: Site) -> str:

@@ -1,7 +1,8 @@
 """The generic adapter: find the modules of an unlisted HF causal LM by their standard names.
 
 Separate ``q_proj``/``k_proj``/``v_proj`` (or ``query``/``key``/``value``) projections are
-supported; a fused QKV of unknown layout is not split (its sites raise, naming the site), because
+supported, and a single fused ``qkv_proj`` laid out as ``[q | k | v]`` blocks (GQA included:
+Phi-3 and others). Any other fused QKV is not split (its sites raise, naming the site), because
 guessing the layout silently returns wrong heads.
 """
 
@@ -11,6 +12,7 @@ from torch import nn
 
 from interp.errors import UnsupportedArchitectureError
 from interp.families.adapter import FamilyAdapter, _get
+from interp.qkv_layout import FusedBlocks, QKVLayout, SeparateQKV
 
 LAYER_LISTS = ("model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers",
                "transformer.layers", "transformer.blocks", "model.blocks", "layers", "blocks")
@@ -18,6 +20,8 @@ ATTENTION = ("self_attn", "attention", "attn", "self_attention")
 Q = ("q_proj", "query", "q")
 K = ("k_proj", "key", "k")
 V = ("v_proj", "value", "v")
+#: fused projections whose layout is known: [q | k | v] blocks of H·dh, Hkv·dh, Hkv·dh
+FUSED_BLOCKS = ("qkv_proj",)
 OUT = ("o_proj", "out_proj", "dense", "c_proj", "wo")
 MLP = ("mlp", "feed_forward", "ffn")
 FINAL_NORM = ("model.norm", "model.final_layernorm", "model.final_layer_norm", "transformer.ln_f",
@@ -33,6 +37,14 @@ def _first(root: nn.Module | None, names: tuple[str, ...]) -> str | None:
 
 def _is_layer_list(m: nn.Module | None) -> bool:
     return isinstance(m, nn.ModuleList) and len(m) > 0
+
+
+def _qkv(attn: nn.Module | None) -> QKVLayout | None:
+    q, k, v = _first(attn, Q), _first(attn, K), _first(attn, V)
+    if q and k and v:
+        return SeparateQKV(q, k, v)
+    fused = _first(attn, FUSED_BLOCKS)
+    return FusedBlocks(fused) if fused else None
 
 
 def discover(model: nn.Module) -> FamilyAdapter:
@@ -55,9 +67,7 @@ def discover(model: nn.Module) -> FamilyAdapter:
         model_types=(model_type,),
         layers=layers_path,
         attention=attn_path,
-        q=_first(attn, Q),
-        k=_first(attn, K),
-        v=_first(attn, V),
+        qkv=_qkv(attn),
         out_proj=_first(attn, OUT),
         mlp=_first(layer0, MLP),
         final_norm=_first(model, FINAL_NORM),

@@ -1,14 +1,14 @@
-"""GPT-2 (and the wind-tunnel transformer): fused ``c_attn`` Conv1D laid out ``[q | k | v]``."""
+"""GPT-2 (and the wind-tunnel transformer): one Conv1D ``c_attn`` laid out ``[q | k | v]``."""
 
 from interp.families.adapter import FamilyAdapter
+from interp.qkv_layout import FusedBlocks
 
 GPT2 = FamilyAdapter(
     name="gpt2",
     model_types=("gpt2",),
     layers="transformer.h",
     attention="attn",
-    qkv="c_attn",
-    qkv_layout="concat",
+    qkv=FusedBlocks("c_attn"),
     out_proj="c_proj",
     mlp="mlp",
     final_norm="transformer.ln_f",

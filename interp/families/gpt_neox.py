@@ -1,14 +1,14 @@
 """GPT-NeoX (Pythia): fused ``query_key_value`` laid out per head, parallel residual."""
 
 from interp.families.adapter import FamilyAdapter
+from interp.qkv_layout import FusedPerHead
 
 GPT_NEOX = FamilyAdapter(
     name="gpt_neox",
     model_types=("gpt_neox",),
     layers="gpt_neox.layers",
     attention="attention",
-    qkv="query_key_value",
-    qkv_layout="neox",
+    qkv=FusedPerHead("query_key_value"),
     out_proj="dense",
     mlp="mlp",
     final_norm="gpt_neox.final_layer_norm",

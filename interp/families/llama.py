@@ -1,15 +1,14 @@
 """Llama (Llama-2/3, SmolLM2): separate q/k/v projections, GQA, RMSNorm."""
 
 from interp.families.adapter import FamilyAdapter
+from interp.qkv_layout import SeparateQKV
 
 LLAMA = FamilyAdapter(
     name="llama",
     model_types=("llama",),
     layers="model.layers",
     attention="self_attn",
-    q="q_proj",
-    k="k_proj",
-    v="v_proj",
+    qkv=SeparateQKV("q_proj", "k_proj", "v_proj"),
     out_proj="o_proj",
     mlp="mlp",
     final_norm="model.norm",

@@ -1,15 +1,14 @@
 """Phi (Phi-1/1.5/2): separate q/k/v projections, ``dense`` out-projection, parallel MLP."""
 
 from interp.families.adapter import FamilyAdapter
+from interp.qkv_layout import SeparateQKV
 
 PHI = FamilyAdapter(
     name="phi",
     model_types=("phi",),
     layers="model.layers",
     attention="self_attn",
-    q="q_proj",
-    k="k_proj",
-    v="v_proj",
+    qkv=SeparateQKV("q_proj", "k_proj", "v_proj"),
     out_proj="dense",
     mlp="mlp",
     final_norm="model.final_layernorm",

@@ -16,6 +16,8 @@ from transformers import (
     LlamaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
+    Phi3Config,
+    Phi3ForCausalLM,
     PhiConfig,
     PhiForCausalLM,
     PreTrainedTokenizerFast,
@@ -71,6 +73,9 @@ def tiny_hf_model(family: str, vocab: int) -> torch.nn.Module:
         return LlamaForCausalLM(LlamaConfig(**common, num_key_value_heads=2))
     if family == "mistral":
         return MistralForCausalLM(MistralConfig(**common, num_key_value_heads=2, sliding_window=3))
+    if family == "phi3":  # one fused qkv_proj laid out [q | k | v] under GQA (generic adapter)
+        return Phi3ForCausalLM(Phi3Config(**common, num_key_value_heads=2, pad_token_id=0,
+                                          bos_token_id=None, eos_token_id=None))
     raise ValueError(family)
 
 
@@ -84,7 +89,7 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory, tokenizer) -> dict[str
     """family -> saved model directory (HF families with a tokenizer; wind-tunnel without)."""
     root = tmp_path_factory.mktemp("tiny-models")
     out: dict[str, TinyModel] = {}
-    for fam in ("gpt_neox", "phi", "llama", "mistral"):
+    for fam in ("gpt_neox", "phi", "llama", "mistral", "phi3"):
         d = root / fam
         tiny_hf_model(fam, len(tokenizer)).save_pretrained(d)
         tokenizer.save_pretrained(d)
@@ -111,7 +116,8 @@ def wt_prompts() -> torch.Tensor:
 def family_prompts(wt_prompts: torch.Tensor) -> dict[str, list]:
     """Prompts of different lengths: strings for HF families, token lists for the wind tunnel."""
     wt = wt_prompts
-    out: dict[str, list] = {f: list(PROMPTS) for f in ("gpt_neox", "phi", "llama", "mistral")}
+    out: dict[str, list] = {f: list(PROMPTS) for f in ("gpt_neox", "phi", "llama", "mistral",
+                                                        "phi3")}
     out["windtunnel"] = [wt[0, :9].tolist(), wt[1, :4].tolist(), wt[2].tolist(),
                          wt[3, :6].tolist()]
     return out

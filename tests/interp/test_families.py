@@ -1,6 +1,7 @@
 """Per-family acceptance checks on tiny random models (GPT-NeoX, Phi, Llama GQA, Mistral sliding
-window, the wind-tunnel GPT-2): values against the weights, padding invariance, interventions
-that change logits and leave the model bit-identical afterwards."""
+window, Phi-3's fused GQA ``qkv_proj`` through the generic adapter, the wind-tunnel GPT-2): values
+against the weights, padding invariance, interventions that change logits and leave the model
+bit-identical afterwards."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 import interp
 from interp import AddVector, ProjectOut, capture
 
-FAMILIES = ["gpt_neox", "phi", "llama", "mistral", "windtunnel"]
+FAMILIES = ["gpt_neox", "phi", "llama", "mistral", "phi3", "windtunnel"]
 
 
 def _parts(hf, family: str, layer: int):
@@ -35,8 +36,16 @@ def _parts(hf, family: str, layer: int):
 
         return blk.ln_1, values, blk.attn.c_proj
     blk = hf.model.layers[layer]
-    vp = blk.self_attn.v_proj
     d_head = hf.config.hidden_size // hf.config.num_attention_heads
+    if family == "phi3":
+        qkv = blk.self_attn.qkv_proj
+        start = (hf.config.num_attention_heads + hf.config.num_key_value_heads) * d_head
+
+        def values(h):  # [q (H·dh) | k (Hkv·dh) | v (Hkv·dh)]
+            return (h @ qkv.weight.T)[:, start:].view(h.shape[0], -1, d_head)
+
+        return blk.input_layernorm, values, blk.self_attn.o_proj
+    vp = blk.self_attn.v_proj
 
     def values(h):
         y = h @ vp.weight.T + (vp.bias if vp.bias is not None else 0)

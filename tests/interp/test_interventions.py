@@ -147,3 +147,56 @@ def test_project_out_fraction_removes_that_share_of_the_component(llama, prompts
     torch.testing.assert_close(x.norm(dim=-1), base.norm(dim=-1))  # f = 2: a reflection
     with pytest.raises(DirectionShapeError, match="finite"):
         ProjectOut("resid_post.0", u, fraction=float("nan"))
+
+
+def test_a_direction_edit_applies_any_plain_edit_function(llama, prompts):
+    """DirectionEdit(site, direction, operation) runs the plain function at the site; the named
+    edits are its special cases and give the same activations."""
+    from interp import DirectionEdit, edits
+
+    u = _unit(32, 3)
+    base = capture(llama, prompts, ["resid_post.1"], "all", progress=False)["resid_post.1"]
+    for named, plain, expect in (
+            (ProjectOut("resid_post.1", u, fraction=0.5),
+             DirectionEdit("resid_post.1", u, edits.project_out, fraction=0.5),
+             base - 0.5 * (base @ u)[:, None] * u),
+            (ShiftAlong("resid_post.1", u, delta=2.0, sigma=0.25),
+             DirectionEdit("resid_post.1", u, edits.shift, amount=0.5), base + 0.5 * u)):
+        with intervene(llama, named):
+            a = capture(llama, prompts, ["resid_post.1"], "all", progress=False)["resid_post.1"]
+        with intervene(llama, plain):
+            b = capture(llama, prompts, ["resid_post.1"], "all", progress=False)["resid_post.1"]
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+        torch.testing.assert_close(a, expect, atol=1e-5, rtol=0)
+
+    def flip(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:  # a user's own edit
+        return x - 2 * edits.dot(x, u) * u
+
+    with intervene(llama, DirectionEdit("resid_post.1", u, flip)):
+        x = capture(llama, prompts, ["resid_post.1"], "all", progress=False)["resid_post.1"]
+    torch.testing.assert_close(x @ u, -(base @ u), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_edit_parameters_are_refused(bad):
+    from interp import DirectionEdit, edits
+
+    u = _unit(32, 0)
+    for make in (lambda: ProjectOut("resid_post.0", u, fraction=bad),
+                 lambda: ShiftAlong("resid_post.0", u, delta=bad),
+                 lambda: ShiftAlong("resid_post.0", u, delta=1.0, sigma=bad),
+                 lambda: AddVector("resid_post.0", u, scale=bad),
+                 lambda: DirectionEdit("resid_post.0", u, edits.shift, amount=bad)):
+        with pytest.raises(DirectionShapeError, match="finite"):
+            make()
+
+
+def test_feature_shapes_of_every_site_kind(llama):
+    shapes = {s: llama.feature_shape(llama.resolve_sites(s)[0], pattern_width=5)
+              for s in ("resid_pre.0", "attn.0.q", "attn.0.k", "attn.0.v", "attn.0.z",
+                        "attn.0.pattern", "attn_out.0", "mlp_out.0", "final_norm.scale",
+                        "logits")}
+    assert shapes == {"resid_pre.0": (32,), "attn.0.q": (4, 8), "attn.0.k": (2, 8),
+                      "attn.0.v": (2, 8), "attn.0.z": (4, 8), "attn.0.pattern": (4, 5),
+                      "attn_out.0": (32,), "mlp_out.0": (32,), "final_norm.scale": (),
+                      "logits": (llama.vocab_size,)}

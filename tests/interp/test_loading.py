@@ -27,22 +27,10 @@ def test_local_directory_loads_with_its_tokenizer(tiny_models):
     assert "attn.1.pattern" in m.sites() and len(m.sites()) == 9 * 2 + 2
 
 
-def test_windtunnel_run_model_dir_and_checkpoint_load_the_same_way(tmp_path, wt_prompts):
-    from windtunnel.training import TrainConfig, train
-
-    cfg = TrainConfig(task="bijection", task_params={"V": 6}, preset="tiny", steps=4,
-                      batch_size=8, eval_every=4, eval_size=16, final_eval_size=16,
-                      ckpt_every=2, warmup_steps=1)
-    run = train(cfg, tmp_path / "run", progress=False).out
-    ckpt = next((run / "checkpoints").glob("step-*"))
-    stores = []
-    for path in (run, run / "model", ckpt):
-        m = interp.load(path)
-        assert m.info.source == "windtunnel" and m.info.family == "gpt2"
-        assert m.task is not None and m.task.config()["V"] == 6
-        stores.append(capture(path, wt_prompts, ["resid_post.-1", "attn.-1.v"], progress=False))
-    torch.testing.assert_close(stores[0]["attn.1.v"], stores[1]["attn.1.v"], atol=0, rtol=0)
-    assert stores[0]["attn.1.v"].shape == (4, 2, 16)
+def test_a_directory_without_a_model_says_where_runs_are_opened(tmp_path):
+    (tmp_path / "run.json").write_text("{}")
+    with pytest.raises(interp.ModelNotAvailableError, match=r"analyses\.open_model"):
+        interp.load(tmp_path)
 
 
 def test_generic_adapter_handles_an_unlisted_family(tmp_path, tokenizer):

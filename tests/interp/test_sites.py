@@ -41,3 +41,18 @@ def test_read_only_sites():
     assert not parse_site("attn.0.pattern", 1).writable
     assert not parse_site("final_norm.scale", 1).writable
     assert parse_site("attn.0.v", 1).writable
+
+
+def test_layer_resolution_and_site_names_have_one_home():
+    from interp import resolve_layer, resolve_layers, site_name
+
+    assert resolve_layer(-1, 30) == 29 and resolve_layers([0, -1, 5], 30) == [0, 5, 29]
+    assert resolve_layers(None, 3) == [0, 1, 2]
+    assert site_name("attn.v", 4) == "attn.4.v" and site_name("resid_post", 2) == "resid_post.2"
+    assert site_name("logits") == "logits"
+    with pytest.raises(UnknownSiteError, match=r"valid layers are 0\.\.29"):
+        resolve_layer(30, 30)
+    with pytest.raises(UnknownSiteError, match="same layer twice"):
+        resolve_layers([1, -1], 2)
+    with pytest.raises(UnknownSiteError, match="unknown site kind"):
+        site_name("attn.x", 0)
