@@ -12,7 +12,7 @@ import torch
 from transformers import PreTrainedModel
 
 from windtunnel.mlp import WindTunnelMLP, WindTunnelMLPConfig
-from windtunnel.task import Task, TaskConfigError
+from windtunnel.task import TaskConfigError, TokenTask
 from windtunnel.transformer import build_transformer, get_preset, transformer_config
 
 
@@ -21,7 +21,7 @@ def n_params(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def transformer_params(task: Task, preset: str) -> int:
+def transformer_params(task: TokenTask, preset: str) -> int:
     with torch.device("meta"):
         from transformers import GPT2LMHeadModel
 
@@ -41,7 +41,7 @@ def _solve_inner(target: int, fixed: int, width: int, n_blocks: int) -> int:
     return inner
 
 
-def mlp_config(task: Task, kind: str, preset: str) -> WindTunnelMLPConfig:
+def mlp_config(task: TokenTask, kind: str, preset: str) -> WindTunnelMLPConfig:
     p = get_preset(preset)
     target = transformer_params(task, preset)
     V, P = task.vocab_size, task.max_seq_len
@@ -64,18 +64,18 @@ def mlp_config(task: Task, kind: str, preset: str) -> WindTunnelMLPConfig:
     return WindTunnelMLPConfig("flat", V, P, e, best, inner, n_blocks)
 
 
-def _build_mlp(kind: str) -> Callable[[Task, str], PreTrainedModel]:
+def _build_mlp(kind: str) -> Callable[[TokenTask, str], PreTrainedModel]:
     return lambda task, preset: WindTunnelMLP(mlp_config(task, kind, preset))
 
 
-ARCHS: dict[str, Callable[[Task, str], PreTrainedModel]] = {
+ARCHS: dict[str, Callable[[TokenTask, str], PreTrainedModel]] = {
     "transformer": lambda task, preset: build_transformer(task, get_preset(preset)),
     "mlp-position": _build_mlp("position"),
     "mlp-flat": _build_mlp("flat"),
 }
 
 
-def build_model(task: Task, arch: str, preset: str, seed: int = 0) -> PreTrainedModel:
+def build_model(task: TokenTask, arch: str, preset: str, seed: int = 0) -> PreTrainedModel:
     """A freshly initialised model (deterministic in ``seed``) for ``task``."""
     if arch not in ARCHS:
         raise TaskConfigError(f"unknown arch {arch!r}; available: {', '.join(ARCHS)}")

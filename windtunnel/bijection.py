@@ -20,14 +20,9 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from windtunnel.task import (
-    Task,
-    TaskBatch,
-    TaskConfigError,
-    config_dict,
-    entropy_bits_fp64,
-    register_task,
-)
+from infotheory import entropy_bits_from_probs
+from records import option
+from windtunnel.task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
 
 Layout = Literal["sepvocab", "paired"]
 
@@ -36,15 +31,17 @@ Layout = Literal["sepvocab", "paired"]
 class BijectionConfig:
     """``V`` hypotheses (values), ``L`` revealed keys (default V-1), ``layout``, key sampling."""
 
-    V: int = 20
-    L: int | None = None
-    layout: Layout = "sepvocab"
-    replacement: bool = False
-    query_from_context: bool = True
+    V: int = option(20, "bijection: number of hypotheses (values)", min=2)
+    L: int | None = option(None, "bijection: number of revealed keys (default V - 1)", min=1)
+    layout: Layout = option("sepvocab", "bijection: token layout", choices=("sepvocab", "paired"))
+    replacement: bool = option(False, "bijection: draw keys with replacement (saw-tooth "
+                                      "entropy curve)")
+    query_from_context: bool = option(True, "bijection, paired layout: the final query is a "
+                                            "revealed key", negate="--query-anywhere")
 
 
 @register_task(BijectionConfig)
-class BijectionTask(Task):
+class BijectionTask(TokenTask):
     name = "bijection"
 
     def __init__(self, cfg: BijectionConfig):
@@ -139,5 +136,5 @@ class BijectionTask(Task):
             query_pos=torch.from_numpy(np.asarray(qpos, dtype=np.int64)),
             targets=torch.from_numpy(np.ascontiguousarray(targets, dtype=np.int64)),
             posterior=torch.from_numpy(posterior),
-            entropy_bits=torch.from_numpy(entropy_bits_fp64(posterior)),
+            entropy_bits=torch.from_numpy(entropy_bits_from_probs(posterior)),
         )

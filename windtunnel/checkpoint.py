@@ -20,7 +20,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel
 from transformers.utils import logging as hf_logging
 
 import windtunnel.mlp  # noqa: F401  (registers the MLP baselines with the Auto classes)
-from windtunnel.artifacts import write_json, write_table, write_text
+from records import write_json, write_table, write_text
 
 hf_logging.disable_progress_bar()  # per-shard bars would drown the training progress bar
 

@@ -14,7 +14,7 @@ from windtunnel.metrics import (
     slice_log_probs,
 )
 from windtunnel.readout import final_norm_and_head
-from windtunnel.task import Task
+from windtunnel.task import TokenTask
 
 #: Seed stream for evaluation batches, disjoint from training streams ``(seed, step)``.
 EVAL_STREAM = 1_000_003
@@ -23,7 +23,7 @@ EVAL_STREAM = 1_000_003
 @torch.no_grad()
 def evaluate(
     model: torch.nn.Module,
-    task: Task,
+    task: TokenTask,
     n: int = 2000,
     seed: int = 0,
     batch_size: int = 500,
@@ -73,7 +73,7 @@ def evaluate(
     return report_from(acc, per_layer)
 
 
-def bayes_accuracy(task: Task, n: int = 2000, seed: int = 0) -> float:
+def bayes_accuracy(task: TokenTask, n: int = 2000, seed: int = 0) -> float:
     """Expected accuracy of the Bayes predictor (mean max posterior) — the accuracy ceiling."""
     b = task.sample(n, (seed, EVAL_STREAM, 0))
     return float(np.asarray(b.posterior.max(-1).values.mean()))

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from windtunnel.artifacts import write_text
+from records import write_text
 from windtunnel.metrics import CalibrationReport
 
 

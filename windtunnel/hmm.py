@@ -20,14 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from windtunnel.task import (
-    Task,
-    TaskBatch,
-    TaskConfigError,
-    config_dict,
-    entropy_bits_fp64,
-    register_task,
-)
+from infotheory import entropy_bits_from_probs
+from records import option
+from windtunnel.task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
 
 FLOOR_CENTS = 5
 N_PROB_TOKENS = 96  # 0.05 .. 1.00
@@ -41,10 +36,10 @@ class HMMConfig:
     """``S`` states, ``O`` symbols, ``K`` observations per training sequence; ``max_K`` sizes
     position tables for length-generalisation evaluation."""
 
-    S: int = 5
-    O: int = 5  # noqa: E741
-    K: int = 20
-    max_K: int = 50
+    S: int = option(5, "hmm: hidden states (the tokenizer fixes S = O = 5)", min=2)
+    O: int = option(5, "hmm: observation symbols", min=2)  # noqa: E741
+    K: int = option(20, "hmm: observations per sequence", min=1)
+    max_K: int = option(50, "hmm: the longest K to size position tables for", min=1)
 
 
 def discretise_rows(p: np.ndarray) -> np.ndarray:
@@ -110,7 +105,7 @@ def filtering_posterior(T: np.ndarray, E: np.ndarray, obs: np.ndarray) -> np.nda
 
 
 @register_task(HMMConfig)
-class HMMTask(Task):
+class HMMTask(TokenTask):
     name = "hmm"
     soft_targets = True
 
@@ -192,7 +187,7 @@ class HMMTask(Task):
             query_pos=torch.from_numpy(qpos.astype(np.int64)),
             targets=torch.from_numpy(states),
             posterior=torch.from_numpy(post),
-            entropy_bits=torch.from_numpy(entropy_bits_fp64(post)),
+            entropy_bits=torch.from_numpy(entropy_bits_from_probs(post)),
         )
 
 

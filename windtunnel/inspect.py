@@ -1,40 +1,62 @@
-"""Human- and JSON-friendly views of sampled sequences with their exact posteriors."""
+"""Human- and JSON-friendly views of sampled prompts with their exact posteriors
+(``bayesgeom windtunnel sample``).
+
+Token tasks show whole sequences with the posterior at every supervised position; text tasks
+(SULA) show each prompt with its hypothesis words and the posterior over them.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from windtunnel.task import Task, TaskBatch
+from windtunnel.task import Task, TaskBatch, TokenTask
 
 
-def batch_records(task: Task, batch: TaskBatch, digits: int = 6) -> list[dict[str, Any]]:
+def batch_records(task: TokenTask, batch: TaskBatch, digits: int = 6) -> list[dict[str, Any]]:
     """One record per sequence: tokens and, per supervised position, the posterior and entropy."""
     recs = []
     h0 = task.hyp_slice.start
     for i in range(batch.n):
         positions = []
         for j, p in enumerate(batch.query_pos.tolist()):
-            positions.append(
-                {
-                    "position": p,
-                    "target_token": h0 + int(batch.targets[i, j]),
-                    "posterior": [round(float(x), digits) for x in batch.posterior[i, j]],
-                    "entropy_bits": round(float(batch.entropy_bits[i, j]), digits),
-                }
-            )
+            positions.append({
+                "position": p,
+                "target_token": h0 + int(batch.targets[i, j]),
+                "posterior": [round(float(x), digits) for x in batch.posterior[i, j]],
+                "entropy_bits": round(float(batch.entropy_bits[i, j]), digits),
+            })
         recs.append({"tokens": batch.input_ids[i].tolist(), "supervised": positions})
     return recs
 
 
-def format_records(task: Task, records: list[dict[str, Any]]) -> str:
+def sample_records(task: Task, n: int, seed: int, digits: int = 6) -> dict[str, Any]:
+    """``{"task", "seed", "sequences" | "prompts", ...}``: what ``sample --json`` prints."""
+    out: dict[str, Any] = {"task": task.config(), "seed": seed}
+    if isinstance(task, TokenTask):
+        out["tokens"] = task.describe_tokens()
+        out["sequences"] = batch_records(task, task.sample(n, seed), digits)
+        return out
+    pp = task.posterior_prompts(n, seed)
+    out["hypotheses"] = list(pp.hyp_words or ())
+    out["prompts"] = [
+        {"prompt": str(pp.prompts[i]), pp.group_name: int(pp.group[i]),
+         "posterior": [round(float(x), digits) for x in pp.bayes[i]],
+         "entropy_bits": round(float(pp.h_bayes_bits[i]), digits)} for i in range(len(pp))]
+    return out
+
+
+def format_records(rec: dict[str, Any]) -> str:
+    """The terminal view of :func:`sample_records`."""
     lines = []
-    for i, r in enumerate(records):
+    for i, r in enumerate(rec.get("sequences", [])):
         lines.append(f"sequence {i}: {len(r['tokens'])} tokens")
         lines.append("  tokens: " + " ".join(map(str, r["tokens"])))
         for s in r["supervised"]:
             support = sum(1 for x in s["posterior"] if x > 0)
-            lines.append(
-                f"  pos {s['position']:>3}  H_Bayes={s['entropy_bits']:.4f} bits  "
-                f"support={support:>2}  target={s['target_token']}"
-            )
+            lines.append(f"  pos {s['position']:>3}  H_Bayes={s['entropy_bits']:.4f} bits  "
+                         f"support={support:>2}  target={s['target_token']}")
+    words = "/".join(rec.get("hypotheses", []))
+    for r in rec.get("prompts", []):
+        lines.append(f"{r['prompt']!r}\n  p({words}) = {r['posterior']}  "
+                     f"H_Bayes={r['entropy_bits']:.4f} bits")
     return "\n".join(lines)

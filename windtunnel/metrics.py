@@ -14,24 +14,26 @@ posterior oracle is float64. Conventions:
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 
-LN2 = math.log(2.0)
+from infotheory import (
+    entropy_bits_from_logprobs,
+    entropy_bits_from_probs,
+    kl_bits,
+    kl_bits_from_logprobs,
+    tvd,
+)
+
+#: KL(model ‖ Bayes) floors the Bayes posterior here (eliminated values have probability 0)
 KL_CLIP = 1e-12
 
 
 def slice_log_probs(logits: torch.Tensor, hyp: slice) -> torch.Tensor:
     """Natural log-probabilities over the hypothesis slice, float32. [..., vocab] -> [..., H]."""
     return torch.log_softmax(logits[..., hyp].float(), dim=-1)
-
-
-def entropy_bits(logp: torch.Tensor) -> torch.Tensor:
-    """Entropy in bits of distributions given as natural log-probs over the last axis."""
-    return -(logp.exp() * logp).sum(-1) / LN2
 
 
 @dataclass
@@ -52,17 +54,13 @@ def calibration_stats(
 ) -> CalibrationStats:
     """``logp`` [B,Q,H] model log-probs (fp32); ``posterior`` [B,Q,H] exact; ``targets`` [B,Q]."""
     p_b = posterior.float()
-    p_m = logp.exp()
-    log_b = torch.log(p_b.clamp_min(KL_CLIP))
-    kl_bm = torch.where(p_b > 0, p_b * (log_b - logp), torch.zeros_like(p_b)).sum(-1) / LN2
-    kl_mb = (p_m * (logp - log_b)).sum(-1) / LN2
     am = logp.argmax(-1)
     return CalibrationStats(
-        h_model=entropy_bits(logp),
-        h_bayes=-(torch.where(p_b > 0, p_b * log_b, torch.zeros_like(p_b))).sum(-1) / LN2,
-        kl_bayes_model=kl_bm,
-        kl_model_bayes=kl_mb,
-        tvd=0.5 * (p_b - p_m).abs().sum(-1),
+        h_model=entropy_bits_from_logprobs(logp),
+        h_bayes=entropy_bits_from_probs(p_b),
+        kl_bayes_model=kl_bits(p_b, log_q=logp),
+        kl_model_bayes=kl_bits_from_logprobs(logp, torch.log(p_b.clamp_min(KL_CLIP))),
+        tvd=tvd(p_b, logp.exp()),
         correct=(am == targets).float(),
         map_agree=(am == posterior.argmax(-1)).float(),
     )

@@ -21,7 +21,9 @@ Conditions, built from the same latent draws (paired by index):
   observed, the posterior is flat. (Paper III's wording is "carrier tokens replaced by [MASK]";
   only masking the label tokens makes its stated flat posterior exact, so that is what is done.)
 
-Pure numpy and strings: no tokenizer here (:mod:`analyses.sula` checks labels against one).
+Registered as the text task ``sula`` (:class:`SulaTask`): its posterior prompts carry the label
+words as hypotheses; a tokenizer turns them into token ids (:mod:`analyses.sula_labels` checks
+that each is a single token). Pure numpy and strings: no tokenizer here.
 """
 
 from __future__ import annotations
@@ -31,8 +33,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
-from windtunnel.task import entropy_bits_fp64
+from infotheory import entropy_bits_from_probs
+from records import option
+from windtunnel.posterior_prompts import PosteriorPrompts
+from windtunnel.task import Task, TaskConfigError, config_dict, register_task
 
 KS = (0, 1, 2, 4, 8)
 ALPHA = 0.9
@@ -56,7 +62,7 @@ NEGATIVE_WORDS = (
 CARRIER_WORDS = POSITIVE_WORDS + NEGATIVE_WORDS
 
 
-class SulaError(ValueError):
+class SulaError(TaskConfigError):
     """A SULA configuration that cannot be generated; the message says what to change."""
 
 
@@ -78,7 +84,7 @@ def expected_entropy_bits(k: int, alpha: float = ALPHA) -> float:
     w = np.array([math.comb(k, int(i)) for i in a], dtype=np.float64) \
         * alpha ** a * (1.0 - alpha) ** (k - a)
     p = posterior_first(k, a, alpha)
-    return float((w * entropy_bits_fp64(np.stack([p, 1.0 - p], -1))).sum())
+    return float((w * entropy_bits_from_probs(np.stack([p, 1.0 - p], -1))).sum())
 
 
 def cvc_words(n: int, seed: int = 0) -> list[str]:
@@ -150,7 +156,7 @@ class SulaPrompts:
     @property
     def entropy_bits(self) -> np.ndarray:
         """H_Bayes [N] (bits, float64)."""
-        return entropy_bits_fp64(self.posterior)
+        return entropy_bits_from_probs(self.posterior)
 
 
 def render(d: SulaDraws, condition: str, labels: tuple[str, str],
@@ -192,3 +198,50 @@ def _check_alpha(alpha: float) -> None:
     if not 0.5 < alpha < 1.0:
         raise SulaError(f"alpha (the chance an example shows the true label) must be in "
                         f"(0.5, 1), got {alpha}")
+
+
+@dataclass(frozen=True)
+class SulaTaskConfig:
+    """One SULA condition: examples per prompt ``ks``, label reliability ``alpha``, and the
+    label words (each pair must be single tokens for the tokenizer that reads them)."""
+
+    ks: tuple[int, ...] = option(KS, "sula: examples per prompt", min=0)
+    alpha: float = option(ALPHA, "sula: chance an example shows the true label", min=0.5,
+                          max=1.0)
+    condition: str = option("main", "sula: main, remap, shuffled or ablated",
+                            choices=CONDITIONS)
+    labels: tuple[str, str] = option(LABEL_CANDIDATES[:2], "sula: the label pair")
+    remap_labels: tuple[str, str] = option(LABEL_CANDIDATES[2:4],
+                                           "sula: the label pair of the remap control")
+
+
+@register_task(SulaTaskConfig)
+class SulaTask(Task):
+    """SULA as a task: ``posterior_prompts(n, seed)`` draws ``n / len(ks)`` prompts per k
+    (k-major order) and renders the configured condition; hypotheses are the two label
+    words; ``group`` is k."""
+
+    name = "sula"
+    group_name = "k"
+
+    def __init__(self, cfg: SulaTaskConfig):
+        _check_alpha(cfg.alpha)
+        self.cfg = SulaTaskConfig(tuple(int(k) for k in cfg.ks), float(cfg.alpha),
+                                  cfg.condition, tuple(cfg.labels), tuple(cfg.remap_labels))
+
+    def config(self) -> dict:
+        return config_dict(self.name, self.cfg)
+
+    def posterior_prompts(self, n: int, seed: int) -> PosteriorPrompts:
+        ks = self.cfg.ks
+        if n < len(ks) or n % len(ks):
+            raise SulaError(f"SULA draws the same number of prompts for each of the {len(ks)} "
+                            f"values of k; n = {n} is not a positive multiple of {len(ks)}")
+        d = draw(ks, n // len(ks), self.cfg.alpha, seed)
+        sp = render(d, self.cfg.condition, self.cfg.labels, self.cfg.remap_labels)
+        meta = pd.DataFrame({"condition": sp.condition, "y": sp.y, "m": sp.m,
+                             "label_1": sp.label_words[0], "label_2": sp.label_words[1],
+                             "text": sp.texts})
+        return PosteriorPrompts(name=f"sula-{sp.condition}", prompts=sp.texts,
+                                bayes=sp.posterior, group=sp.k, group_name="k",
+                                hyp_words=sp.label_words, meta=meta)

@@ -1,8 +1,18 @@
-"""The wind-tunnel task contract: a seeded batch sampler with an exact posterior.
+"""The task contract: a seeded sampler of prompts whose answer has an exact Bayes posterior.
 
-Every task emits a :class:`TaskBatch`. Predictions are read at the same ``query_pos`` positions
-in every sequence, from the *hypothesis slice* of the vocabulary (the tokens that name the
-hypotheses: value tokens for bijection, state tokens for HMM filtering).
+Every registered task (``make_task(name, **params)``) gives :class:`PosteriorPrompts` -- prompts
+with the exact posterior over their hypotheses at the final position -- the one currency of
+calibration, geometry and steering. Two kinds implement it:
+
+* :class:`TokenTask` -- the wind tunnels (bijection, hmm): a small token vocabulary whose
+  *hypothesis slice* names the hypotheses, dense batches (:class:`TaskBatch`) with the exact
+  posterior at every supervised position; models are trained on these.
+* text tasks -- SULA (:mod:`windtunnel.sula`): text prompts for a pretrained LLM whose
+  hypotheses are label words; they are evaluated, never trained on.
+
+A task's parameters are a dataclass registered with it; each field is declared with
+:func:`records.option` (help, range), so the command line derives its task options from the
+registry and a new task needs no CLI edit.
 """
 
 from __future__ import annotations
@@ -13,7 +23,11 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 import torch
+
+from records import OptionError, check_options
+from windtunnel.posterior_prompts import PosteriorPrompts
 
 
 class TaskConfigError(ValueError):
@@ -41,28 +55,47 @@ class TaskBatch:
         return int(self.input_ids.shape[0])
 
     def to(self, device: torch.device | str) -> TaskBatch:
-        return TaskBatch(
-            self.input_ids.to(device),
-            self.query_pos.to(device),
-            self.targets.to(device),
-            self.posterior.to(device),
-            self.entropy_bits.to(device),
-        )
-
-
-def entropy_bits_fp64(p: np.ndarray) -> np.ndarray:
-    """Entropy in bits over the last axis of a probability array (0·log 0 = 0), float64."""
-    p = np.asarray(p, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(p > 0, p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
-    return -terms.sum(axis=-1)
+        return TaskBatch(self.input_ids.to(device), self.query_pos.to(device),
+                         self.targets.to(device), self.posterior.to(device),
+                         self.entropy_bits.to(device))
 
 
 class Task(ABC):
-    """A task with an exact posterior. Subclasses set ``name`` and implement ``_sample``."""
+    """A task with an exact posterior. ``group_name`` says what a prompt's group index is."""
 
     name: ClassVar[str]
-    #: ``True`` when training uses the full posterior as a soft target (HMM), else the true answer.
+    group_name: ClassVar[str] = "q"
+    #: True for token tasks a model can be trained on
+    trainable: ClassVar[bool] = False
+
+    @abstractmethod
+    def config(self) -> dict[str, Any]:
+        """JSON-serialisable parameters that rebuild this task with :func:`task_from_config`."""
+
+    @abstractmethod
+    def posterior_prompts(self, n: int, seed: int) -> PosteriorPrompts:
+        """``n`` prompts with the exact posterior at their final position, deterministic in
+        ``seed``."""
+
+
+@dataclass(frozen=True)
+class QueryCuts:
+    """Fresh sequences cut just after one prediction position each: ``tokens`` [n] id lists;
+    ``query`` [n] prediction index q; ``posterior`` [n, H] and ``entropy_bits`` [n] there."""
+
+    tokens: list[list[int]]
+    query: np.ndarray
+    posterior: np.ndarray
+    entropy_bits: np.ndarray
+
+
+class TokenTask(Task):
+    """A wind tunnel: predictions are read at the same ``query_pos`` positions in every
+    sequence, from the *hypothesis slice* of the vocabulary (value tokens for bijection, state
+    tokens for HMM filtering). Subclasses implement ``_sample``."""
+
+    trainable = True
+    #: True when training uses the full posterior as a soft target (HMM), else the true answer
     soft_targets: ClassVar[bool] = False
 
     @property
@@ -90,32 +123,47 @@ class Task(ABC):
         return s.stop - s.start
 
     @abstractmethod
-    def config(self) -> dict[str, Any]:
-        """JSON-serialisable parameters that rebuild this task with :func:`make_task`."""
-
-    @abstractmethod
     def _sample(self, rng: np.random.Generator, n: int) -> TaskBatch: ...
 
     def sample(self, n: int, seed: int | tuple[int, ...] | list[int]) -> TaskBatch:
-        """Draw ``n`` sequences, each with a fresh hypothesis, deterministically from ``seed``.
-
-        ``seed`` may be a tuple (e.g. ``(run_seed, step)``) so that every training step has its own
-        independent, reproducible stream.
-        """
+        """Draw ``n`` sequences, each with a fresh hypothesis, deterministically from ``seed``
+        (a tuple such as ``(run_seed, step)`` gives every training step its own stream)."""
         if n < 1:
             raise TaskConfigError(f"n must be >= 1, got {n}")
         return self._sample(np.random.default_rng(seed), int(n))
+
+    def cut_at_queries(self, n: int, seed: int = 0) -> QueryCuts:
+        """``n`` fresh sequences, each cut just after a random prediction position (so its
+        final token is where the model predicts a hypothesis), deterministic in ``seed``."""
+        batch = self.sample(n, seed)
+        rng = np.random.default_rng([seed, 1])
+        q = rng.integers(0, int(batch.query_pos.numel()), size=n)
+        ends = batch.query_pos.numpy()[q] + 1
+        ids = batch.input_ids.numpy()
+        rows = np.arange(n)
+        return QueryCuts([ids[i, : ends[i]].tolist() for i in range(n)], q,
+                         batch.posterior.numpy()[rows, q], batch.entropy_bits.numpy()[rows, q])
+
+    def posterior_prompts(self, n: int, seed: int) -> PosteriorPrompts:
+        """``n`` prompts from :meth:`cut_at_queries`, with the hypothesis tokens and the exact
+        posterior there; ``group`` = the prediction index q."""
+        cuts = self.cut_at_queries(n, seed)
+        hyp = np.arange(self.hyp_slice.start, self.hyp_slice.stop)
+        bayes = cuts.posterior / cuts.posterior.sum(1, keepdims=True)
+        meta = pd.DataFrame({"document": [f"seq-{i}" for i in range(n)],
+                             "n_tokens": [len(t) for t in cuts.tokens]})
+        return PosteriorPrompts(name=self.name, prompts=cuts.tokens, bayes=bayes,
+                                group=cuts.query, group_name="q",
+                                hyp_ids=np.broadcast_to(hyp, (n, hyp.size)).copy(), meta=meta)
 
     def uniform_entropy_bits(self) -> float:
         """Entropy of the context-blind uniform predictor over the hypothesis slice."""
         return math.log2(self.n_hypotheses)
 
     def describe_tokens(self) -> dict[str, Any]:
-        """A short human-readable description of the token layout (for ``sample --json``)."""
-        return {
-            "vocab_size": self.vocab_size,
-            "hyp_slice": [self.hyp_slice.start, self.hyp_slice.stop],
-        }
+        """A short description of the token layout (for ``sample --json``)."""
+        return {"vocab_size": self.vocab_size,
+                "hyp_slice": [self.hyp_slice.start, self.hyp_slice.stop]}
 
 
 @dataclass(frozen=True)
@@ -128,7 +176,8 @@ TASKS: dict[str, _Registered] = {}
 
 
 def register_task(config_cls: type):
-    """Class decorator: register a Task under its ``name`` with the dataclass that configures it."""
+    """Class decorator: register a Task under its ``name`` with the dataclass that configures
+    it (fields declared with :func:`records.option`)."""
 
     def wrap(cls: type[Task]) -> type[Task]:
         TASKS[cls.name] = _Registered(cls, config_cls)
@@ -138,7 +187,8 @@ def register_task(config_cls: type):
 
 
 def make_task(name: str, **params: Any) -> Task:
-    """Build a registered task; unknown names or parameters raise :class:`TaskConfigError`."""
+    """Build a registered task; unknown names, parameters or values raise
+    :class:`TaskConfigError`."""
     if name not in TASKS:
         raise TaskConfigError(f"unknown task {name!r}; available: {', '.join(sorted(TASKS))}")
     reg = TASKS[name]
@@ -146,15 +196,30 @@ def make_task(name: str, **params: Any) -> Task:
     unknown = set(params) - fields
     if unknown:
         raise TaskConfigError(
-            f"task {name!r} has no parameter(s) {sorted(unknown)}; valid: {sorted(fields)}"
-        )
-    return reg.cls(reg.config_cls(**params))
+            f"task {name!r} has no parameter(s) {sorted(unknown)}; valid: {sorted(fields)}")
+    cfg = reg.config_cls(**params)
+    try:
+        check_options(cfg)
+    except OptionError as e:
+        raise TaskConfigError(f"task {name!r}: {e}") from None
+    return reg.cls(cfg)
+
+
+def make_token_task(name: str, **params: Any) -> TokenTask:
+    """:func:`make_task` for a task models can be trained on (a wind tunnel)."""
+    task = make_task(name, **params)
+    if not isinstance(task, TokenTask):
+        token = sorted(n for n, r in TASKS.items() if issubclass(r.cls, TokenTask))
+        raise TaskConfigError(f"task {name!r} is a text task for pretrained LLMs (no token "
+                              f"vocabulary to train on); wind tunnels: {', '.join(token)}")
+    return task
 
 
 def task_from_config(cfg: dict[str, Any]) -> Task:
     """Inverse of :meth:`Task.config`."""
     cfg = dict(cfg)
-    return make_task(cfg.pop("task"), **cfg)
+    params = {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if k != "task"}
+    return make_task(cfg["task"], **params)
 
 
 def config_dict(name: str, cfg: Any) -> dict[str, Any]:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,66 +21,70 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
+from records import (
+    OptionError,
+    check_options,
+    option,
+    read_json,
+    run_manifest,
+    write_json,
+    write_table,
+)
 from windtunnel.architectures import ARCHS, build_model, n_params
-from windtunnel.artifacts import run_manifest, write_json, write_table
 from windtunnel.checkpoint import (
-    CheckpointError,
     latest_checkpoint_dir,
     load_checkpoint,
-    load_model,
     save_checkpoint,
     save_dense,
 )
 from windtunnel.evaluate import evaluate
 from windtunnel.metrics import CalibrationReport
-from windtunnel.task import Task, TaskConfigError, make_task, task_from_config
-from windtunnel.transformer import get_preset
-
-
-class RunDirError(RuntimeError):
-    """The output directory holds something else (another run, unrelated files)."""
+from windtunnel.runs import RUN_RECORD, RunDirError, save_final_model
+from windtunnel.task import TaskConfigError, TokenTask, make_token_task
+from windtunnel.transformer import TRANSFORMER_PRESETS, get_preset
 
 
 @dataclass
 class TrainConfig:
     """Everything that determines a training run (the CLI and notebooks both build this)."""
 
-    task: str = "bijection"
-    task_params: dict[str, Any] = field(default_factory=dict)
-    arch: str = "transformer"
-    preset: str = "small"
-    steps: int = 10_000
-    seed: int = 0
-    batch_size: int = 128
-    lr: float = 3e-3
-    min_lr_ratio: float = 0.01
-    warmup_steps: int = 300
-    weight_decay: float = 0.01
-    betas: tuple[float, float] = (0.9, 0.98)
-    grad_clip: float = 1.0
-    eval_every: int = 1000
-    eval_size: int = 1000
-    final_eval_size: int = 2000
-    log_every: int = 50
-    ckpt_every: int = 1000
-    dense_ckpt_until: int = 0
-    dense_ckpt_every: int = 100
+    task: str = option("bijection", "the wind tunnel to train on")
+    task_params: dict[str, Any] = option(None, "task parameters (the task's own options)",
+                                         factory=dict, cli=False)
+    arch: str = option("transformer", "model architecture", choices=tuple(ARCHS))
+    preset: str = option("small", "model size", choices=tuple(TRANSFORMER_PRESETS))
+    steps: int = option(10_000, "optimiser steps", min=1)
+    seed: int = option(0, "seed of the initialisation and of every batch")
+    batch_size: int = option(128, "sequences per step (a fresh hypothesis each)", min=1)
+    lr: float = option(3e-3, "peak learning rate")
+    min_lr_ratio: float = option(0.01, "final learning rate / peak", min=0.0, max=1.0,
+                                 cli=False)
+    warmup_steps: int = option(300, "linear warm-up steps", min=0)
+    weight_decay: float = option(0.01, "AdamW weight decay on matrices", min=0.0)
+    betas: tuple[float, float] = option((0.9, 0.98), "AdamW betas", cli=False)
+    grad_clip: float = option(1.0, "gradient-norm clipping")
+    eval_every: int = option(1000, "held-out evaluation every N steps", min=1)
+    eval_size: int = option(1000, "held-out sequences per evaluation", min=1)
+    final_eval_size: int = option(2000, "held-out sequences of the final evaluation", min=1,
+                                  cli=False)
+    log_every: int = option(50, "training-loss log interval (steps)", min=1, cli=False)
+    ckpt_every: int = option(1000, "checkpoint every N steps", min=1)
+    dense_ckpt_until: int = option(0, "also keep model-only checkpoints every "
+                                      "--dense-ckpt-every steps until here", min=0)
+    dense_ckpt_every: int = option(100, "interval of the dense early checkpoints", min=1)
     #: Stop after this much training wall time (a final checkpoint is written). The cosine decay
     #: then follows elapsed time, so the run still ends at the floor learning rate. Time-budgeted
     #: runs are not bit-reproducible (where they stop depends on the machine).
-    max_minutes: float | None = None
+    max_minutes: float | None = option(None, "stop (with a final checkpoint) after this much "
+                                             "training wall time", min=1e-6)
 
-    def validate(self) -> Task:
-        if self.steps <= 0:
-            raise TaskConfigError(f"steps must be positive, got {self.steps}")
-        if self.batch_size <= 0:
-            raise TaskConfigError(f"batch_size must be positive, got {self.batch_size}")
-        if self.arch not in ARCHS:
-            raise TaskConfigError(f"unknown arch {self.arch!r}; available: {', '.join(ARCHS)}")
-        if self.max_minutes is not None and self.max_minutes <= 0:
-            raise TaskConfigError(f"max_minutes must be positive, got {self.max_minutes}")
+    def validate(self) -> TokenTask:
+        try:
+            check_options(self)
+        except OptionError as e:
+            raise TaskConfigError(str(e)) from None
         get_preset(self.preset)
-        return make_task(self.task, **self.task_params)
+        return make_token_task(self.task, **self.task_params)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -105,6 +108,7 @@ class TrainResult:
     wall_s: float
     report: CalibrationReport | None
     log: pd.DataFrame
+    params: int
 
 
 def lr_at(cfg: TrainConfig, step: int, time_frac: float | None = None) -> float:
@@ -124,7 +128,7 @@ def lr_at(cfg: TrainConfig, step: int, time_frac: float | None = None) -> float:
     )
 
 
-def task_loss(model: PreTrainedModel, task: Task, batch) -> torch.Tensor:
+def task_loss(model: PreTrainedModel, task: TokenTask, batch) -> torch.Tensor:
     """Cross-entropy (nats) over the hypothesis slice at the query positions.
 
     Hard targets (true hypothesis) or, for ``soft_targets`` tasks, the exact posterior.
@@ -151,7 +155,7 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam
 
 def _prepare_run_dir(out: Path, cfg: TrainConfig) -> dict[str, Any] | None:
     """Return the existing run record if ``out`` holds this same run, else claim an empty dir."""
-    rec_path = out / "run.json"
+    rec_path = out / RUN_RECORD
     if rec_path.exists():
         try:
             rec = json.loads(rec_path.read_text())
@@ -205,7 +209,7 @@ def train(
         "params": n_params(model),
         "resumed_from_step": step if ck is not None else None,
     }
-    write_json(out / "run.json", record)
+    write_json(out / RUN_RECORD, record)
 
     model.train()
     bar = tqdm(
@@ -290,15 +294,15 @@ def train(
 
     model.eval()
     report = evaluate(model, task, cfg.final_eval_size, cfg.seed, progress=progress)
-    _save_final(out, model, cfg, task)
+    save_final_model(out, model, task, cfg.arch, cfg.preset, cfg.seed)
     log = _log_frame(log_rows)
     write_table(out / "metrics.parquet", log)
     summary = _summary(cfg, task, model, step, report)
     write_json(out / "eval.json", summary)
     _write_figures(out, log, report, cfg)
     record.update({"status": "done", "stop_reason": stop, "steps_done": step, "wall_s": wall})
-    write_json(out / "run.json", record)
-    return TrainResult(out, step, stop, wall, report, log)
+    write_json(out / RUN_RECORD, record)
+    return TrainResult(out, step, stop, wall, report, log, n_params(model))
 
 
 def _log_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -316,19 +320,7 @@ def _log_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def _save_final(out: Path, model: PreTrainedModel, cfg: TrainConfig, task: Task) -> None:
-    tmp, final = out / ".tmp-model", out / "model"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    write_json(
-        tmp / "windtunnel.json",
-        {"task": task.config(), "arch": cfg.arch, "preset": cfg.preset, "seed": cfg.seed},
-    )
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
-
-
-def _summary(cfg: TrainConfig, task: Task, model, steps: int, rep: CalibrationReport) -> dict:
+def _summary(cfg: TrainConfig, task: TokenTask, model, steps: int, rep: CalibrationReport) -> dict:
     return {
         "task": cfg.task,
         "task_config": task.config(),
@@ -343,59 +335,14 @@ def _summary(cfg: TrainConfig, task: Task, model, steps: int, rep: CalibrationRe
 
 
 def _finished(out: Path, rec: dict[str, Any]) -> TrainResult:
-    summary = json.loads((out / "eval.json").read_text())
+    summary = read_json(out / "eval.json")
     log = pd.read_parquet(out / "metrics.parquet")
     rep = CalibrationReport(**{k: summary[k] for k in CalibrationReport.__dataclass_fields__})
-    return TrainResult(
-        out,
-        int(rec["steps_done"]),
-        rec.get("stop_reason", "steps"),
-        float(rec.get("wall_s", 0.0)),
-        rep,
-        log,
-    )
+    return TrainResult(out, int(rec["steps_done"]), rec.get("stop_reason", "steps"),
+                       float(rec.get("wall_s", 0.0)), rep, log, int(summary["params"]))
 
 
 def _write_figures(out: Path, log: pd.DataFrame, rep: CalibrationReport, cfg: TrainConfig) -> None:
     from windtunnel.figures import training_figures
 
     training_figures(out / "figures.html", log, rep, title=f"{cfg.arch} on {cfg.task}")
-
-
-@dataclass
-class LoadedRun:
-    """A trained model with the task it was trained on (``eval`` and analyses use this)."""
-
-    model: PreTrainedModel
-    task: Task
-    arch: str
-    steps: int
-    path: Path
-
-
-def load_run(path: str | Path) -> LoadedRun:
-    """Load a run directory (its final model, or the latest checkpoint of an unfinished run)
-    or a bare model directory written by training."""
-    path = Path(path)
-    if not path.exists():
-        raise CheckpointError(f"{path} does not exist")
-    if (path / "windtunnel.json").exists():
-        meta = json.loads((path / "windtunnel.json").read_text())
-        model = load_model(path)
-        return LoadedRun(model, task_from_config(meta["task"]), meta["arch"], -1, path)
-    rec_path = path / "run.json"
-    if not rec_path.exists():
-        raise CheckpointError(f"{path} is not a bayesgeom run (no run.json)")
-    try:
-        rec = json.loads(rec_path.read_text())
-    except json.JSONDecodeError as e:
-        raise CheckpointError(f"{rec_path} is corrupt: {e}") from e
-    cfg = TrainConfig.from_json(rec["config"])
-    task = task_from_config(rec["task"])
-    if rec.get("status") == "done" and (path / "model").exists():
-        return LoadedRun(load_model(path / "model"), task, cfg.arch, int(rec["steps_done"]), path)
-    ck = latest_checkpoint_dir(path / "checkpoints")
-    if ck is None:
-        raise CheckpointError(f"{path} has no checkpoint yet")
-    state = json.loads((ck / "state.json").read_text())
-    return LoadedRun(load_model(ck), task, cfg.arch, int(state["step"]), path)

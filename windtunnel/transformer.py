@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from windtunnel.task import Task, TaskConfigError
+from windtunnel.task import TaskConfigError, TokenTask
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def get_preset(name: str) -> TransformerPreset:
     return TRANSFORMER_PRESETS[name]
 
 
-def transformer_config(task: Task, preset: TransformerPreset) -> GPT2Config:
+def transformer_config(task: TokenTask, preset: TransformerPreset) -> GPT2Config:
     """The ``GPT2Config`` for ``task`` at ``preset`` size (positions cover ``task.max_seq_len``)."""
     if preset.d_model % preset.n_head:
         raise TaskConfigError(
@@ -69,7 +69,7 @@ def transformer_config(task: Task, preset: TransformerPreset) -> GPT2Config:
     )
 
 
-def build_transformer(task: Task, preset: TransformerPreset) -> GPT2LMHeadModel:
+def build_transformer(task: TokenTask, preset: TransformerPreset) -> GPT2LMHeadModel:
     model = GPT2LMHeadModel(transformer_config(task, preset))
     # Eager attention is ~30 % faster than sdpa for these tiny CPU models and returns patterns.
     model.set_attn_implementation("eager")

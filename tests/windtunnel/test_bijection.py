@@ -83,7 +83,7 @@ def test_sampling_is_deterministic_and_fresh():
 @pytest.mark.parametrize(
     "params, msg",
     [
-        ({"V": 1}, "V >= 2"),
+        ({"V": 1}, "V must be >= 2"),
         ({"V": 5, "L": 6}, "without replacement"),
         ({"layout": "x"}, "layout"),
         ({"Q": 3}, "no parameter"),
@@ -95,5 +95,6 @@ def test_bad_task_parameters(params, msg):
 
 
 def test_unknown_task():
-    with pytest.raises(TaskConfigError, match="unknown task 'nope'; available: bijection, hmm"):
+    with pytest.raises(TaskConfigError,
+                       match="unknown task 'nope'; available: bijection, hmm, sula"):
         make_task("nope")

@@ -82,3 +82,24 @@ def test_bad_input():
     with pytest.raises(SulaError, match="distinct"):
         draw(ks=(1, 1))
     assert len(set(cvc_words(50))) == 50
+
+
+def test_sula_is_a_registered_task_with_the_same_prompts():
+    """SULA through the task registry gives exactly the draws and posteriors of draw/render."""
+    from windtunnel import TASKS, SulaTask, TaskConfigError, make_task, make_token_task
+    from windtunnel.sula import draw, render
+
+    assert TASKS["sula"].cls is SulaTask
+    task = make_task("sula", condition="shuffled", labels=("a", "b"), remap_labels=("c", "d"))
+    pp = task.posterior_prompts(10, 7)
+    ref = render(draw(KS, 2, 0.9, 7), "shuffled", ("a", "b"), ("c", "d"))
+    assert list(pp.prompts) == ref.texts and pp.hyp_words == ("a", "b")
+    np.testing.assert_array_equal(pp.bayes, ref.posterior)
+    assert pp.group_name == "k" and list(pp.group) == list(ref.k)
+    assert pp.with_token_ids([5, 9]).hyp_ids.tolist() == [[5, 9]] * 10
+    with pytest.raises(TaskConfigError, match="multiple of 5"):
+        task.posterior_prompts(7, 0)
+    with pytest.raises(TaskConfigError, match="text task"):
+        make_token_task("sula")
+    with pytest.raises(TaskConfigError, match="condition must be one of"):
+        make_task("sula", condition="nope")

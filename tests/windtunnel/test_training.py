@@ -8,7 +8,8 @@ from windtunnel import make_task
 from windtunnel.architectures import build_model
 from windtunnel.checkpoint import CheckpointError
 from windtunnel.evaluate import evaluate
-from windtunnel.training import RunDirError, TrainConfig, load_run, lr_at, train
+from windtunnel.runs import RunDirError, load_run
+from windtunnel.training import TrainConfig, lr_at, train
 
 
 def _cfg(**kw) -> TrainConfig:
