@@ -1,9 +1,23 @@
 """Numerics on activation arrays and weight matrices; knows nothing about models.
 
 Inputs are numpy arrays (any float dtype; accumulation is float64). Entropies are in bits;
-variance ratios, focusing and thresholds are fractions. Depends on numpy and safetensors only.
+variance ratios, focusing and thresholds are fractions. Batch PCA, ridge fits and the 80/20 split
+come from scikit-learn; the information measures (entropy, KL, calibration, NaN-safe Pearson)
+are :mod:`infotheory`'s, re-exported here.
 """
 
+from infotheory import (
+    Calibration,
+    calibration,
+    calibration_by_group,
+    entropy_bits_from_logits,
+    entropy_bits_from_logprobs,
+    entropy_bits_from_probs,
+    kl_bits,
+    kl_bits_from_logprobs,
+    pearson,
+    tvd,
+)
 from probes.attention_entropy import (
     AttentionEntropyProfile,
     attention_entropy_bits,
@@ -13,7 +27,7 @@ from probes.attention_entropy import (
 )
 from probes.bootstrap import Interval, mean_interval, percentile_interval, resample_indices
 from probes.cka import linear_cka
-from probes.correlation import CorrelationResult, correlation_with_ci, pearson, spearman
+from probes.correlation import CorrelationResult, correlation_with_ci, spearman
 from probes.dimensionality import dimension_at_variance, participation_ratio
 from probes.domain_manifold import (
     DomainManifold,
@@ -51,6 +65,7 @@ from probes.value_manifold import ValueManifoldSummary, ordering_score, value_ma
 __all__ = [
     "AttentionEntropyProfile",
     "AxisProvenance",
+    "Calibration",
     "CorrelationResult",
     "CriteriaResult",
     "CriteriaThresholds",
@@ -74,8 +89,13 @@ __all__ = [
     "attention_entropy_bits",
     "attention_entropy_profile",
     "bootstrap_variance_ratios",
+    "calibration",
+    "calibration_by_group",
     "correlation_with_ci",
     "dimension_at_variance",
+    "entropy_bits_from_logits",
+    "entropy_bits_from_logprobs",
+    "entropy_bits_from_probs",
     "entropy_probe",
     "entropy_probe_table",
     "exact_abs_cos_expectation",
@@ -87,6 +107,8 @@ __all__ = [
     "gaussian_abs_cos_baseline",
     "head_entropies",
     "head_key_orthogonality",
+    "kl_bits",
+    "kl_bits_from_logprobs",
     "layer_key_orthogonality",
     "linear_cka",
     "manifold_angle_table",
@@ -108,6 +130,7 @@ __all__ = [
     "split_key_weight",
     "summarize_pca",
     "token_key_orthogonality",
+    "tvd",
     "validation_criteria",
     "value_manifold_summary",
 ]

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from infotheory import entropy_bits_from_probs
 from probes.bootstrap import Interval, percentile_interval, resample_indices
 
 
@@ -25,9 +26,7 @@ def attention_entropy_bits(attn: object) -> np.ndarray:
     total = p.sum(axis=-1, keepdims=True)
     if (total <= 0).any() or not np.isfinite(total).all():
         raise ValueError("every attention row needs positive, finite mass")
-    p = p / total
-    logp = np.log2(np.where(p > 0, p, 1.0))
-    return -(p * logp).sum(axis=-1)
+    return entropy_bits_from_probs(p / total)
 
 
 def head_entropies(attn_per_layer: Sequence[object]) -> np.ndarray:

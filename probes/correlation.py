@@ -1,4 +1,5 @@
-"""Pearson and Spearman correlation of a component with a target, with bootstrap CIs.
+"""Spearman correlation, and Pearson and Spearman of a component with a target with bootstrap
+CIs. Pearson itself (NaN-safe) lives in :mod:`infotheory`.
 
 All functions work along the last axis, so a stack of bootstrap replicates [B, n] is handled in
 one call. Spearman is Pearson on average-tie ranks (ties matter: bootstrap resamples repeat
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from infotheory import pearson
 from probes.arrays import as_vector
 from probes.bootstrap import Interval, percentile_interval, resample_indices
 
@@ -33,22 +35,10 @@ def average_ranks(a: object) -> np.ndarray:
     return ranks
 
 
-def pearson(x: object, y: object) -> np.ndarray | float:
-    """Pearson r along the last axis (NaN where either input is constant)."""
-    a = np.asarray(x, dtype=np.float64)
-    b = np.asarray(y, dtype=np.float64)
-    a = a - a.mean(axis=-1, keepdims=True)
-    b = b - b.mean(axis=-1, keepdims=True)
-    den = np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(den > 0, (a * b).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
-    r = np.clip(r, -1.0, 1.0)
-    return float(r) if r.ndim == 0 else r
-
-
-def spearman(x: object, y: object) -> np.ndarray | float:
-    """Spearman ρ along the last axis (Pearson on average-tie ranks)."""
-    return pearson(average_ranks(x), average_ranks(y))
+def spearman(x: object, y: object, min_n: int = 2) -> np.ndarray | float:
+    """Spearman ρ along the last axis (Pearson on average-tie ranks); NaN for a constant input
+    or fewer than ``min_n`` samples."""
+    return pearson(average_ranks(x), average_ranks(y), min_n=min_n)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ values are 0 and they carry no variance. ``standardize=False`` is the wind-tunne
 (centre only).
 
 Eigenvalues are variances along the PCs (ddof = 1). Sign convention: each component is flipped
-so that its largest-magnitude entry is positive (deterministic across runs and solvers).
+so that its largest-magnitude entry is positive (deterministic across runs and solvers; the
+convention of scikit-learn's ``svd_flip``). Batch fits use scikit-learn's ``PCA`` (full SVD);
+:func:`pca_from_covariance` serves the streaming fit (:mod:`probes.streaming_pca`), which
+scikit-learn cannot do exactly in one pass.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.decomposition import PCA
 
 from probes.arrays import as_matrix
 from probes.dimensionality import dimension_at_variance, participation_ratio
@@ -119,29 +123,30 @@ def pca_from_covariance(
 
 
 def fit_pca(x: object, standardize: bool = False, n_components: int | None = None) -> PCAResult:
-    """Fit PCA to rows ``x`` [n, d] (n >= 2).
+    """Fit PCA to rows ``x`` [n, d] (n >= 2), in float64, with scikit-learn's full SVD.
 
-    Uses the SVD of the centred data when n ≤ 2d (cheap for few samples, many features) and the
-    eigendecomposition of the d × d covariance otherwise; both in float64.
+    Example:
+        >>> import numpy as np
+        >>> x = np.random.default_rng(0).normal(size=(50, 3)) * [3.0, 1.0, 0.1]
+        >>> fit_pca(x).explained_variance_ratio.round(2).tolist()
+        [0.94, 0.06, 0.0]
     """
     a = as_matrix(x, min_rows=2)
-    n, d = a.shape
+    n, _ = a.shape
     mean = a.mean(axis=0)
     xc = a - mean
     scale = None
     if standardize:
         scale = standardization_scale(xc.std(axis=0, ddof=1))
         xc /= scale
-    if n > 2 * d:
-        return pca_from_covariance(xc.T @ xc / (n - 1), mean, n, scale, n_components)
-    _, s, vt = np.linalg.svd(xc, full_matrices=False)
-    evals = s**2 / (n - 1)
+    pca = PCA(svd_solver="full").fit(xc)
+    evals = pca.explained_variance_
     k = _keep(n_components, evals.size)
     return PCAResult(
         mean=mean,
         scale=scale,
-        components=orient_components(vt[:k].copy()),
+        components=orient_components(pca.components_[:k].copy()),
         eigenvalues=evals[:k].copy(),
-        spectrum=evals,
+        spectrum=evals.copy(),
         n_samples=n,
     )

@@ -1,11 +1,14 @@
 """Ridge regression of a scalar target on feature vectors, for a whole grid of alphas at once.
 
-Objective (per alpha): minimise (1/n) Σ (y − b − wᵀz)² + α ‖w‖², where z are the features centred
-on the training mean and, with ``standardize=True``, divided by the training std (ddof = 0), so
-that α is independent of the sample count and, when standardised, of the feature units
-(the eigenvalues of zᵀz/n then sum to d). α = 0 gives the minimum-norm least-squares fit.
-Two solvers give the same models: from the data (SVD of the centred [n, d] matrix, cheap when
-n ≤ d) and from moments (eigendecomposition of the [d, d] scatter: n > d and streaming fits).
+Objective (per alpha): minimise (1/n) Σ (y − b − wᵀz)² + α ‖w‖² (α > 0), where z are the features
+centred on the training mean and, with ``standardize=True``, divided by the training std
+(ddof = 0), so that α is independent of the sample count and, when standardised, of the feature
+units (the eigenvalues of zᵀz/n then sum to d).
+
+:func:`ridge_path` fits from data with scikit-learn's ``Ridge`` (SVD solver, α_sklearn = n·α),
+all alphas in one SVD (one target column per alpha). :func:`ridge_path_from_moments` fits from
+sufficient statistics (eigendecomposition of the [d, d] scatter) for streaming fits, which
+scikit-learn has no estimator for.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.linear_model import Ridge
 
 from probes.arrays import as_matrix, as_vector
 from probes.pca import standardization_scale
 
-# Singular values / eigenvalues below this fraction of the largest count as zero (alpha = 0).
+# Scatter eigenvalues below this fraction of the largest count as zero.
 RANK_RTOL = 1e-10
 
 
@@ -35,39 +39,39 @@ class RidgeModel:
         return as_matrix(x) @ self.coef + self.intercept
 
 
-def _shrink(values: np.ndarray, alpha: float, n: int, power: int) -> np.ndarray:
-    """s/(s² + nα) for singular values (power 1) or 1/(λ + nα) for eigenvalues (power 2)."""
-    top = float(values.max()) if values.size else 0.0
-    keep = values > RANK_RTOL * top
-    if power == 1:
-        den = values**2 + n * alpha
-        num = values
-    else:
-        den = values + n * alpha
-        num = np.ones_like(values)
-    return np.where(keep, num / np.where(keep, den, 1.0), 0.0)
+def _shrink(eigenvalues: np.ndarray, alpha: float, n: int) -> np.ndarray:
+    """1/(λ + nα) for eigenvalues above the rank cut-off, 0 for the (numerically) null ones."""
+    top = float(eigenvalues.max()) if eigenvalues.size else 0.0
+    keep = eigenvalues > RANK_RTOL * top
+    return np.where(keep, 1.0 / np.where(keep, eigenvalues + n * alpha, 1.0), 0.0)
 
 
 def ridge_path(
     x: object, y: object, alphas: Sequence[float], standardize: bool = True
 ) -> list[RidgeModel]:
-    """Ridge models for each alpha from data ``x`` [n, d], ``y`` [n] (SVD solver)."""
+    """Ridge models for each alpha (> 0) from data ``x`` [n, d], ``y`` [n].
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.random.default_rng(0).normal(size=(40, 3))
+        >>> m = ridge_path(x, x @ [1.0, -2.0, 0.0] + 3.0, [1e-6, 10.0], standardize=False)
+        >>> m[0].coef.round(3).tolist(), round(m[0].intercept, 3), bool(abs(m[1].coef[1]) < 1)
+        ([1.0, -2.0, 0.0], 3.0, True)
+    """
     a = as_matrix(x, min_rows=2)
     t = as_vector(y, n=a.shape[0])
+    grid = np.asarray(alphas, dtype=np.float64)
+    if grid.ndim != 1 or grid.size == 0 or not (grid > 0).all():
+        raise ValueError(f"alphas must be positive, got {list(alphas)}")
     n = a.shape[0]
-    mx, my = a.mean(axis=0), float(t.mean())
+    mx = a.mean(axis=0)
     scale = standardization_scale(a.std(axis=0)) if standardize else np.ones(a.shape[1])
     z = (a - mx) / scale
-    if n > a.shape[1]:  # tall: the d × d eigenproblem is cheaper than the SVD
-        return _from_scaled_scatter(z.T @ z, z.T @ (t - my), scale, mx, my, n, alphas)
-    u, s, vt = np.linalg.svd(z, full_matrices=False)
-    uty = u.T @ (t - my)
-    models = []
-    for alpha in alphas:
-        w = vt.T @ (_shrink(s, float(alpha), n, 1) * uty)
-        coef = w / scale
-        models.append(RidgeModel(coef, my - float(mx @ coef), float(alpha)))
-    return models
+    fit = Ridge(alpha=n * grid, solver="svd").fit(z, np.repeat(t[:, None], grid.size, axis=1))
+    coefs = np.atleast_2d(fit.coef_) / scale  # [n_alphas, d] in raw units
+    intercepts = np.atleast_1d(fit.intercept_)
+    return [RidgeModel(c, float(b) - float(mx @ c), float(alpha))
+            for c, b, alpha in zip(coefs, intercepts, grid, strict=True)]
 
 
 def _from_scaled_scatter(
@@ -83,7 +87,7 @@ def _from_scaled_scatter(
     qty = q.T @ szy
     models = []
     for alpha in alphas:
-        w = q @ (_shrink(lam, float(alpha), n, 2) * qty)
+        w = q @ (_shrink(lam, float(alpha), n) * qty)
         coef = w / scale
         models.append(RidgeModel(coef, float(mean_y) - float(mean_x @ coef), float(alpha)))
     return models

@@ -1,4 +1,9 @@
-"""Seeded sample splits: balanced K-fold assignments and a train/test split."""
+"""Seeded balanced K-fold assignments: the folds of the entropy probe's cross-validation.
+
+Kept rather than scikit-learn's ``KFold``: ``KFold(shuffle=True)`` assigns contiguous chunks of
+a permutation, a different partition for the same seed, which would move every probe R² that
+bayesgeom has published (by fold noise; measured in the README's development section).
+"""
 
 from __future__ import annotations
 
@@ -18,16 +23,3 @@ def fold_assignments(
     folds = np.empty(n, dtype=np.int64)
     folds[make_rng(seed).permutation(n)] = np.arange(n) % n_folds
     return folds
-
-
-def train_test_indices(
-    n: int, test_fraction: float = 0.2, seed: int | np.random.Generator | None = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted (train, test) index arrays; test has round(n · fraction) ≥ 1 samples."""
-    if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
-    n_test = max(1, round(n * test_fraction))
-    if n_test >= n:
-        raise ValueError(f"{n} samples are too few for a {test_fraction:.0%} test split")
-    perm = make_rng(seed).permutation(n)
-    return np.sort(perm[n_test:]), np.sort(perm[:n_test])

@@ -5,8 +5,9 @@ Bayes-posterior entropy ``h`` [n] (bits):
 * centred PCA (no standardisation, as in the wind-tunnel code): variance ratios, 90/95 % dim,
   participation ratio;
 * Pearson corr(PC_k, H) for k ≤ 5;
-* linear R² of H from the full representation: ordinary least squares with intercept
-  (minimum-norm when under-determined) fitted on a seeded 80 % split, R² on the other 20 %;
+* linear R² of H from the full representation: scikit-learn's ``LinearRegression`` (least
+  squares with intercept, minimum-norm when under-determined) fitted on a seeded 80 % split
+  (``train_test_split``), R² on the other 20 %;
 * ordering score: bin H into ``n_bins`` equal-width bins, take the mean PC1 coordinate per
   non-empty bin (in increasing H), and score |Σ sign(diff)| / (#non-empty bins − 1) ∈ [0, 1]
   (1 = PC1 moves monotonically with H; the sign of PC1 does not matter).
@@ -18,13 +19,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from sklearn.linear_model import LinearRegression
+from sklearn.model_selection import train_test_split
 
+from infotheory import pearson
 from probes.arrays import as_matrix, as_vector
-from probes.correlation import pearson
 from probes.entropy_probe import r2_score
 from probes.pca import fit_pca
-from probes.ridge import ridge_path
-from probes.splits import train_test_indices
 
 
 def ordering_score(pc: object, h: object, n_bins: int = 10) -> float:
@@ -78,8 +79,8 @@ def value_manifold_summary(
     pca = fit_pca(a, standardize=False)
     scores = pca.transform(a, n_components=n_pcs)
     ratios = pca.explained_variance_ratio
-    tr, te = train_test_indices(a.shape[0], test_fraction, seed)
-    (ols,) = ridge_path(a[tr], t[tr], [0.0], standardize=False)
+    tr, te = train_test_split(np.arange(a.shape[0]), test_size=test_fraction, random_state=seed)
+    ols = LinearRegression().fit(a[tr], t[tr])
     return ValueManifoldSummary(
         n_samples=a.shape[0],
         n_features=a.shape[1],
