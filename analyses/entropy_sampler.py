@@ -14,8 +14,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from infotheory import entropy_bits_from_logits
 from interp import InterpModel
-from interp.entropy import entropy_bits
 
 
 def token_lengths(model: InterpModel, prompts: Sequence[str] | Sequence[Sequence[int]],
@@ -44,7 +44,7 @@ def next_token_entropy(
             last = logits[:, -1].float()
             if vocab_slice is not None:
                 last = last[:, vocab_slice]
-            out[idx] = entropy_bits(last).to(torch.float64).cpu().numpy()
+            out[idx] = entropy_bits_from_logits(last).to(torch.float64).cpu().numpy()
             bar.update(len(idx))
     finally:
         bar.close()

@@ -1,21 +1,33 @@
-"""The numbers of one geometry run, from captured arrays (pure composition of ``probes``).
+"""The core numbers of one geometry run, from captured arrays (pure composition of ``probes``).
 
 * :func:`value_layer_stats`: standardised PCA of one layer's final-token values [n, Hkv·dh]
   (PC1, PC1+PC2 with bootstrap CIs, participation ratio), Spearman ρ(PC1, target) with its CI
   and the cross-validated ridge-probe R² of each target (entropies in bits).
 * :func:`key_orthogonality_summary`: weight-based key orthogonality per layer with the Gaussian
   √(2/(π·d_model)) and random-initialisation baselines.
+* :func:`set_summary` and :func:`set_rows`: one prompt set's typed headline and its tidy rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from analyses.geometry_measures import SetData
+from analyses.geometry_result import (
+    Criteria,
+    KeyLayer,
+    KeyOrthogonality,
+    LayerEntropy,
+    LayerR2,
+    MetricRow,
+    Rho,
+    SetSummary,
+)
 from probes import (
+    AttentionEntropyProfile,
     CorrelationResult,
     PCASummary,
     ProbeConfig,
@@ -26,6 +38,7 @@ from probes import (
     layer_key_orthogonality,
     random_init_baseline,
     summarize_pca,
+    validation_criteria,
 )
 
 
@@ -63,23 +76,79 @@ def value_layer_stats(
 
 
 def key_orthogonality_summary(
-    key_weights: Sequence[np.ndarray], layers: Sequence[int], n_draws: int = 64, seed: int = 0
-) -> dict[str, Any]:
+    key_weights: Sequence[np.ndarray], layers: Sequence[int], n_draws: int = 64, seed: int = 0,
+    threshold: float = 0.20,
+) -> KeyOrthogonality:
     """Per-layer mean |cos| between the ℓ2-normalised d_k columns of each head's W_K (each
-    [Hkv, d_model, d_k]) with percentiles over heads, and the two chance baselines."""
+    [Hkv, d_model, d_k]) with percentiles over heads, and the two chance baselines; the
+    fraction of layers below Paper III's ``threshold``."""
     per_layer = layer_key_orthogonality(key_weights)
     _, d_model, d_k = np.asarray(key_weights[0]).shape
     rand = random_init_baseline(d_model, d_k, n_draws=n_draws, seed=seed)
-    records = [{**lo.to_record(), "layer": int(L)} for lo, L in zip(per_layer, layers,
-                                                                   strict=True)]
-    means = np.array([r["mean_abs_cos"] for r in records])
-    return {
-        "per_layer": records,
-        "mean_abs_cos": float(means.mean()),
-        "fraction_layers_below_0.20": float((means < 0.20).mean()),
-        "gaussian_baseline": gaussian_abs_cos_baseline(d_model),
-        "gaussian_baseline_d_head": gaussian_abs_cos_baseline(d_k),
-        "random_init_baseline": rand.to_dict(),
-        "d_model": int(d_model),
-        "d_head": int(d_k),
-    }
+    records = []
+    for lo, L in zip(per_layer, layers, strict=True):
+        p = lo.percentiles
+        records.append(KeyLayer(int(L), lo.mean_abs_cos, lo.mean_signed_cos,
+                                int(lo.head_abs_cos.size), p[5.0], p[25.0], p[50.0], p[75.0],
+                                p[95.0]))
+    means = np.array([r.mean_abs_cos for r in records])
+    return KeyOrthogonality(
+        per_layer=records, mean_abs_cos=float(means.mean()), threshold=threshold,
+        fraction_layers_below=float((means < threshold).mean()),
+        gaussian_baseline=gaussian_abs_cos_baseline(d_model),
+        gaussian_baseline_d_head=gaussian_abs_cos_baseline(d_k),
+        random_init_baseline=rand, d_model=int(d_model), d_head=int(d_k))
+
+
+def set_summary(data: SetData, stats: list[ValueLayerStats],
+                attention: AttentionEntropyProfile | None, key: KeyOrthogonality,
+                table_layer: int) -> SetSummary:
+    """The typed headline of one prompt set at ``table_layer``, with Paper III's criteria."""
+    st = next(s for s in stats if s.layer == table_layer)
+    foc = attention.focusing if attention is not None else None
+    crit = validation_criteria(
+        pc1=st.pca.pc1.estimate, pc1_pc2=st.pca.pc1_pc2.estimate,
+        key_orthogonality_per_layer=[r.mean_abs_cos for r in key.per_layer],
+        focusing=None if foc is None else foc.estimate)
+    ent = data.prompts["entropy_bits"]
+    by_target = {t: [LayerR2(s.layer, s.probe_r2[t]) for s in stats] for t in data.targets}
+    bayes = "bayes_entropy" in data.targets
+    return SetSummary(
+        prompt_set=data.name, n_prompts=len(data.prompts), pc1=st.pca.pc1,
+        pc1_pc2=st.pca.pc1_pc2, participation_ratio=st.pca.participation_ratio,
+        dim90=st.pca.dim90, entropy_bits_mean=float(ent.mean()),
+        entropy_bits_range=(float(ent.min()), float(ent.max())),
+        rho_pc1_entropy=Rho.of(st.rho["entropy"].spearman), probe_r2=by_target["entropy"],
+        attention_entropy_bits=None if attention is None else [
+            LayerEntropy(L, float(attention.layer_entropy[i]), float(attention.layer_low[i]),
+                         float(attention.layer_high[i])) for i, L in enumerate(data.layers)],
+        attention_focusing=foc,
+        criteria=Criteria(crit.value_manifold, crit.key_orthogonality, crit.attention_focusing,
+                          crit.key_layer_fraction, crit.n_met, crit.evaluated, crit.label),
+        criteria_met=crit.label,
+        rho_pc1_bayes_entropy=Rho.of(st.rho["bayes_entropy"].spearman) if bayes else None,
+        probe_r2_bayes_entropy=by_target["bayes_entropy"] if bayes else None)
+
+
+def set_rows(name: str, stats: list[ValueLayerStats], attention: AttentionEntropyProfile | None,
+             targets: list[str]) -> list[MetricRow]:
+    """The tidy rows of one prompt set's core numbers (see :data:`CORE_SPECS`)."""
+    rows: list[MetricRow] = []
+    for st in stats:
+        for m, iv in (("pc1", st.pca.pc1), ("pc1_pc2", st.pca.pc1_pc2)):
+            rows.append(MetricRow(name, st.layer, m, None, iv.estimate, iv.low, iv.high))
+        rows.append(MetricRow(name, st.layer, "participation_ratio", None,
+                              st.pca.participation_ratio))
+        for t in targets:
+            sp = st.rho[t].spearman
+            rows += [MetricRow(name, st.layer, "spearman_pc1", t, sp.estimate, sp.low, sp.high),
+                     MetricRow(name, st.layer, "abs_spearman_pc1", t, abs(sp.estimate)),
+                     MetricRow(name, st.layer, "probe_r2", t, st.probe_r2[t])]
+    if attention is not None:
+        for i, st in enumerate(stats):
+            rows.append(MetricRow(name, st.layer, "attention_entropy_bits", None,
+                                  float(attention.layer_entropy[i]),
+                                  float(attention.layer_low[i]), float(attention.layer_high[i])))
+        f = attention.focusing
+        rows.append(MetricRow(name, None, "attention_focusing", None, f.estimate, f.low, f.high))
+    return rows

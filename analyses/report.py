@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from windtunnel.artifacts import write_text
+from records import json_safe, write_text
 
 
 def html_report(
@@ -28,9 +28,8 @@ def html_report(
         else:
             parts.append(f"<p>{html.escape(str(body))}</p>")
     if manifest is not None:
-        parts.append(
-            "<h2>Run manifest</h2><pre>" + html.escape(json.dumps(manifest, indent=2)) + "</pre>"
-        )
+        text = json.dumps(json_safe(manifest), indent=2)
+        parts.append(f"<h2>Run manifest</h2><pre>{html.escape(text)}</pre>")
     style = (
         "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
         "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;"

@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 import interp
-from windtunnel.artifacts import run_manifest, write_json
+from records import run_manifest, write_json
 
 PYTHIA_160M = dict(vocab_size=50304, hidden_size=768, num_hidden_layers=12,
                    num_attention_heads=12, intermediate_size=3072,

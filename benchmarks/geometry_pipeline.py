@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from probes import StreamingPCA, principal_angles  # noqa: E402
-from windtunnel.artifacts import run_manifest, write_json  # noqa: E402
+from records import run_manifest, write_json  # noqa: E402
 
 TARGET_S = 120.0
 

@@ -180,7 +180,7 @@ def main() -> None:
         },
         "top_ratios": {m: [round(v, 6) for v in r["ratios"][:5]] for m, r in runs.items()},
     }
-    from windtunnel.artifacts import run_manifest, write_json  # torch: parent process only
+    from records import run_manifest, write_json  # torch: parent process only
 
     summary["manifest"] = run_manifest(seed=a.seed, scikit_learn=metadata.version("scikit-learn"))
     write_json(a.out, summary)

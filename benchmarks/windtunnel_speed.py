@@ -24,9 +24,9 @@ from pathlib import Path
 
 import torch
 
+from records import run_manifest, write_json
 from windtunnel import make_task
 from windtunnel.architectures import build_model
-from windtunnel.artifacts import run_manifest, write_json
 from windtunnel.training import TrainConfig, make_optimizer, task_loss, train
 
 

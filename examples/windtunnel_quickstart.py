@@ -13,7 +13,8 @@ import argparse
 
 from windtunnel import make_task
 from windtunnel.evaluate import evaluate
-from windtunnel.training import TrainConfig, load_run, train
+from windtunnel.runs import load_run
+from windtunnel.training import TrainConfig, train
 
 
 def main() -> None:

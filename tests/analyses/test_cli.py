@@ -42,16 +42,59 @@ def test_sample_hmm_text(capsys):
     assert "H_Bayes=" in capsys.readouterr().out
 
 
+def test_task_options_come_from_the_registry(capsys, monkeypatch):
+    """A newly registered task gets its command-line options with no CLI edit."""
+    from dataclasses import dataclass
+
+    import numpy as np
+
+    from records import option
+    from windtunnel import PosteriorPrompts, Task, task
+    from windtunnel.task import config_dict, register_task
+
+    @dataclass(frozen=True)
+    class CoinConfig:
+        bias: float = option(0.5, "coin: the chance of heads", min=0.0, max=1.0)
+
+    class CoinTask(Task):
+        name = "coin"
+
+        def __init__(self, cfg: CoinConfig):
+            self.cfg = cfg
+
+        def config(self) -> dict:
+            return config_dict(self.name, self.cfg)
+
+        def posterior_prompts(self, n: int, seed: int) -> PosteriorPrompts:
+            p = np.tile([self.cfg.bias, 1 - self.cfg.bias], (n, 1))
+            return PosteriorPrompts(name="coin", prompts=["toss:"] * n, bayes=p,
+                                    group=np.zeros(n), hyp_words=("heads", "tails"))
+
+    monkeypatch.setitem(task.TASKS, "coin", None)
+    register_task(CoinConfig)(CoinTask)
+    assert main(["windtunnel", "sample", "--task", "coin", "--bias", "0.9", "--n", "2",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hypotheses"] == ["heads", "tails"] and out["prompts"][0]["posterior"] == [0.9,
+                                                                                           0.1]
+    assert main(["windtunnel", "sample", "--task", "coin", "--bias", "2"]) == 2
+    assert "bias must be <= 1" in capsys.readouterr().err
+    assert main(["windtunnel", "sample", "--task", "bijection", "--bias", "0.2"]) == 2
+    assert "does not apply to task 'bijection'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "argv, msg",
     [
-        (["windtunnel", "sample", "--task", "nope"], "unknown task 'nope'"),
-        (["windtunnel", "sample", "--V", "1"], "V >= 2"),
+        (["windtunnel", "sample", "--task", "nope"], "unknown task 'nope'; available: "),
+        (["windtunnel", "sample", "--V", "1"], "V must be >= 2"),
         (["windtunnel", "sample", "--V", "5", "--L", "9"], "without replacement"),
         (["windtunnel", "sample", "--task", "hmm", "--V", "5"], "does not apply"),
-        (["windtunnel", "train", "--arch", "cnn", "--out", "X"], "unknown arch 'cnn'"),
-        (["windtunnel", "train", "--preset", "huge", "--out", "X"], "unknown preset 'huge'"),
-        (["windtunnel", "train", "--steps", "0", "--out", "X"], "steps must be positive"),
+        (["windtunnel", "train", "--arch", "cnn", "--out", "X"], "invalid choice: 'cnn'"),
+        (["windtunnel", "train", "--preset", "huge", "--out", "X"], "invalid choice: 'huge'"),
+        (["windtunnel", "train", "--steps", "0", "--out", "X"], "steps must be >= 1"),
+        (["windtunnel", "train", "--task", "sula", "--out", "X"], "text task"),
+        (["windtunnel", "train", "--out"], "expected one argument"),
         (["windtunnel", "eval", "X"], "does not exist"),
     ],
 )
@@ -102,4 +145,5 @@ def test_console_script_exit_status():
     p = subprocess.run(
         [exe, "windtunnel", "sample", "--task", "nope"], capture_output=True, text=True, timeout=120
     )
-    assert p.returncode == 2 and "unknown task" in p.stderr
+    assert p.returncode == 2 and "unknown task 'nope'" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1  # one line, no traceback, no usage dump

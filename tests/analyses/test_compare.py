@@ -7,20 +7,23 @@ import json
 import pandas as pd
 import pytest
 
-import interp
 from analyses import geometry
 from analyses.cli import main
 from analyses.compare import CompareConfig, CompareError, run_compare
+from analyses.geometry import GeometryConfig
+from analyses.models import open_model
 
-SMALL = dict(n_per_quintile=4, pool_size=60, n_resamples=20, curve_resamples=10,
-             progress=False)
+
+def _small(**kw) -> GeometryConfig:
+    return GeometryConfig(n_per_quintile=4, pool_size=60, n_resamples=20, curve_resamples=10,
+                          progress=False, **kw)
 
 
 @pytest.fixture
 def compared(windtunnel_run, text_models, base_corpora, tmp_path):
     cfg = CompareConfig(models=(str(windtunnel_run), str(text_models["llama"])),
-                        labels=("wt", "llama"), out=tmp_path / "cmp", prompts=("legal",),
-                        **SMALL)
+                        labels=("wt", "llama"), out=tmp_path / "cmp",
+                        geometry=_small(prompts=("legal",)))
     return cfg, run_compare(cfg)
 
 
@@ -35,15 +38,17 @@ def test_same_metrics_for_both_models(compared):
               "criteria_met", "participation_ratio"}
     assert shared <= per["wt"] and shared <= per["llama"]
     assert "abs_rho_pc1_bayes_entropy" in per["wt"]  # the wind tunnel also has the exact target
-    # the numbers are the geometry runs' own
+    # the numbers are the geometry runs' own (read back from their own summary files)
     for lab in ("wt", "llama"):
         g = json.loads((cfg.out / lab / "summary.json").read_text())
         head = next(iter(g["prompt_sets"].values()))
         row = t[(t.label == lab) & (t.metric == "pc1")].iloc[0]
         assert row["value"] == pytest.approx(head["pc1"]["estimate"])
         assert row["low"] == pytest.approx(head["pc1"]["low"])
-        assert s["metrics"][lab]["model.key_orthogonality"] == pytest.approx(
+        assert s.metrics[lab]["model.key_orthogonality"] == pytest.approx(
             g["key_orthogonality"]["mean_abs_cos"])
+        assert s.metrics[lab][f"{g['prompts']}.criteria_met"] == float(
+            g["criteria_met"].split("/")[0])
     wide = pd.read_csv(cfg.out / "side_by_side.csv")
     assert list(wide.columns) == ["metric", "wt · task", "llama · legal"]
     c = pd.read_parquet(cfg.out / "curves.parquet")
@@ -55,7 +60,8 @@ def test_rerun_reuses_finished_runs(compared, monkeypatch):
     monkeypatch.setattr("analyses.compare.run_geometry",
                         lambda *a, **k: pytest.fail("geometry rerun"))
     again = run_compare(cfg)
-    assert again["reused"] == ["wt", "llama"] and again["metrics"] == s["metrics"]
+    assert again.reused == ["wt", "llama"]
+    assert json.dumps(again.metrics) == json.dumps(s.metrics)  # NaN-aware equality
 
 
 def test_changed_settings_rerun(compared, monkeypatch):
@@ -64,15 +70,15 @@ def test_changed_settings_rerun(compared, monkeypatch):
     real = geometry.run_geometry
     monkeypatch.setattr("analyses.compare.run_geometry",
                         lambda g, model=None: calls.append(g.model) or real(g, model=model))
-    cfg.seed = 1
-    assert run_compare(cfg)["reused"] == [] and len(calls) == 2
+    cfg.geometry.seed = 1
+    assert run_compare(cfg).reused == [] and len(calls) == 2
 
 
 def test_loaded_models_are_used(windtunnel_run, tmp_path):
-    m = interp.load(windtunnel_run)
-    cfg = CompareConfig(models=(str(windtunnel_run),), out=tmp_path, **SMALL)
+    m = open_model(windtunnel_run)
+    cfg = CompareConfig(models=(str(windtunnel_run),), out=tmp_path, geometry=_small())
     s = run_compare(cfg, models=[m])
-    assert s["labels"] == ["run"] and s["models"]["run"]["prompt_sets"] == ["task"]
+    assert s.labels == ["run"] and s.models["run"].prompt_sets == ["task"]
 
 
 def test_bad_input(tmp_path):

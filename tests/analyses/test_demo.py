@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from analyses import demo
 from analyses.demo import DemoConfig, DemoSizes, run_demo
+from analyses.demo_report import format_summary
+from analyses.results import DemoResult
+from records import read_result, to_json
 
 TINY = DemoSizes(transformer_steps=40, n_per_quintile=4, pool_size=60, n_resamples=20,
                  curve_resamples=10, sula_per_k=3, steer_per_k=3, cut_fractions=(1.0,),
@@ -35,10 +39,10 @@ def demo_run(text_models, tmp_path_factory):
 def test_demo_writes_every_step_and_one_offline_report(demo_run, capsys):
     cfg, _ = demo_run
     summary = run_demo(cfg)
-    printed = capsys.readouterr().out
-    for needle in ("[1/5]", "[5/5]", "mlp-flat", "== SULA", "== steering the wind tunnel",
-                   "report:"):
-        assert needle in printed
+    capsys.readouterr()
+    text = format_summary(summary, cfg.out)
+    assert all(f"== {s}" in text for s in ("wind tunnel", "small vs large", "SULA",
+                                            "steering the LLM", "steering the wind tunnel"))
     out = cfg.out
     for f in ("table.parquet", "headline.parquet", "summary.json", "manifest.json",
               "report.html", "compare/side_by_side.csv", "compare/windtunnel/summary.json",
@@ -48,15 +52,26 @@ def test_demo_writes_every_step_and_one_offline_report(demo_run, capsys):
     table = pd.read_parquet(out / "table.parquet")
     assert list(table["arch"]) == ["transformer", "mlp-position", "mlp-flat"]
     assert table["entropy_mae_bits"].notna().all()
-    assert json.loads((out / "summary.json").read_text()) == summary
-    assert summary["compare"]["prompt_sets"] == ["mixed", "code"]  # no math corpus: stdlib code
-    assert set(summary["sula"]["conditions"]) == {"main", "remap", "shuffled", "ablated"}
-    for part in ("steer_llm", "steer_windtunnel"):
-        cut = summary[part]["headline"]["cut+1"]
-        assert set(cut) == {"total", "direct"} and cut["total"]["d_kl_bayes"]["p"] > 0
+    assert to_json(read_result(DemoResult, out / "summary.json")) == to_json(summary)
+    assert summary.prompt_sets == ["mixed", "code"]  # no math corpus: stdlib code
+    assert set(summary.sula.conditions) == {"main", "remap", "shuffled", "ablated"}
+    for part, folder in (("steer_llm", "steer-llm"), ("steer_windtunnel", "steer-windtunnel")):
+        cut = getattr(summary, part).headline["cut+1"]
+        assert set(cut) == {"total", "direct"}
+        # the demo's headline is the step's own effect table, p on the permutation lattice
+        eff = pd.read_parquet(out / folder / "effects.parquet")
+        row = eff[(eff.condition == "cut+1") & (eff.effect == "total")
+                  & (eff.metric == "d_kl_bayes")].iloc[0]
+        assert cut["total"]["d_kl_bayes"].p == row["p"]
+        assert cut["total"]["d_kl_bayes"].axis == row["axis"]
+        k = row["p"] * (row["n_null"] + 1)
+        assert row["n_null"] == 3 and abs(k - round(k)) < 1e-9 and 1 <= round(k) <= 4
     head = pd.read_parquet(out / "headline.parquet")
     assert set(head["section"]) == {"windtunnel", "compare", "sula", "steer_llm",
                                     "steer_windtunnel"}
+    sula = head[(head.section == "sula") & (head.condition == "main") & (head.metric == "mae")]
+    assert sula["value"].item() == summary.sula.conditions["main"].mae
+    assert np.isfinite(head[head.section == "windtunnel"]["value"]).all()
     html = (out / "report.html").read_text()
     assert "Run manifest" in html and "SULA" in html and "Dose–response" in html
     assert 'src="https://cdn.plot.ly' not in html and html.count("<script") >= 1
@@ -71,13 +86,17 @@ def test_rerun_reuses_checkpoints_and_results(demo_run, monkeypatch, capsys):
     ckpt = cfg.out / "windtunnel" / "transformer" / "model" / "model.safetensors"
     mtime = ckpt.stat().st_mtime_ns
     monkeypatch.setattr("analyses.compare.run_geometry", lambda *a, **k: pytest.fail("rerun"))
-    again = run_demo(cfg)
+    again = to_json(run_demo(cfg))
     capsys.readouterr()
     assert ckpt.stat().st_mtime_ns == mtime
-    for k in ("windtunnel", "compare", "sula"):
-        assert again[k] == first[k], k
-    assert again["steer_llm"] == first["steer_llm"]
-    assert again["steer_windtunnel"] == first["steer_windtunnel"]
+    assert again["windtunnel"] == first["windtunnel"]
+    assert again["compare"]["metrics"] == first["compare"]["metrics"]
+    assert again["compare"]["reused"] == ["windtunnel", "llm"]
+    assert again["sula"]["conditions"] == first["sula"]["conditions"]
+    assert sorted(again["sula"]["reused_conditions"]) == ["ablated", "main", "remap", "shuffled"]
+    for part in ("steer_llm", "steer_windtunnel"):
+        assert again[part]["headline"] == first[part]["headline"]
+        assert again[part]["reused_conditions"] == len(again[part]["conditions"])
 
 
 def test_domain_preference_falls_back(monkeypatch):

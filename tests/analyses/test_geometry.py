@@ -13,8 +13,11 @@ import pytest
 import interp
 from analyses.cli import main
 from analyses.entropy_sampler import quantile_bins
-from analyses.geometry import GeometryConfig, GeometryError, parse_layers, run_geometry
+from analyses.geometry import GeometryConfig, GeometryError, run_geometry
+from analyses.geometry_result import GeometryResult
+from analyses.options import layer_list
 from probes import attention_entropy_profile, fit_pca, head_entropies, spearman, summarize_pca
+from records import read_result, to_json
 
 SUMMARY_KEYS = {"model", "layer", "n_prompts", "pc1", "pc1_pc2", "rho_pc1_entropy", "probe_r2",
                 "key_orthogonality", "attention_focusing", "criteria_met"}
@@ -44,32 +47,43 @@ def llama_run(text_models, tmp_path_factory):
 
 
 def test_summary_has_the_paper_iii_fields(llama_run):
-    summary, out, _ = llama_run
-    assert set(summary) >= SUMMARY_KEYS
-    assert summary["layer"] == 1 and summary["layers"] == [0, 1]
-    assert summary["n_prompts"] == 15 and summary["prompts"] == "mixed"
-    assert [r["prompt_set"] for r in summary["table1"]] == ["mixed", "code", "legal"]
-    for s in summary["prompt_sets"].values():
-        assert 0 < s["pc1"]["estimate"] <= s["pc1_pc2"]["estimate"] <= 1 + 1e-12
-        assert s["pc1"]["low"] <= s["pc1"]["high"] and s["pc1"]["n_resamples"] == 60
-        n_met, n_eval = map(int, s["criteria_met"].split("/"))
-        assert n_eval == 3 and 0 <= n_met <= 3
-        assert n_met == sum(bool(s["criteria"][k]) for k in
-                            ("value_manifold", "key_orthogonality", "attention_focusing"))
-    ko = summary["key_orthogonality"]
-    assert [r["layer"] for r in ko["per_layer"]] == [0, 1]
-    assert ko["gaussian_baseline"] == pytest.approx(math.sqrt(2 / (math.pi * 32)))
-    assert ko["gaussian_baseline_d_head"] == pytest.approx(math.sqrt(2 / (math.pi * 8)))
-    assert abs(ko["random_init_baseline"]["mean_abs_cos"] - ko["gaussian_baseline"]) < 0.03
-    assert summary["pool"]["domains"] == ["code", "legal"] and summary["pool"]["size"] == 120
+    result, out, _ = llama_run
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) >= SUMMARY_KEYS  # the headline set sits at the top level
+    assert summary["pc1"] == summary["prompt_sets"]["mixed"]["pc1"]
+    assert result.layer == 1 and result.layers == [0, 1]
+    assert result.headline.n_prompts == 15 and result.prompts == "mixed"
+    assert list(result.prompt_sets) == ["mixed", "code", "legal"]
+    for s in result.prompt_sets.values():
+        assert 0 < s.pc1.estimate <= s.pc1_pc2.estimate <= 1 + 1e-12
+        assert s.pc1.low <= s.pc1.high and s.pc1.n_resamples == 60
+        assert s.criteria.evaluated == 3 and s.criteria_met == f"{s.criteria.n_met}/3"
+        assert s.criteria.n_met == sum(bool(v) for v in (
+            s.criteria.value_manifold, s.criteria.key_orthogonality,
+            s.criteria.attention_focusing))
+    ko = result.key_orthogonality
+    assert [r.layer for r in ko.per_layer] == [0, 1]
+    assert ko.gaussian_baseline == pytest.approx(math.sqrt(2 / (math.pi * 32)))
+    assert ko.gaussian_baseline_d_head == pytest.approx(math.sqrt(2 / (math.pi * 8)))
+    assert abs(ko.random_init_baseline.mean_abs_cos - ko.gaussian_baseline) < 0.03
+    assert result.pool.domains == ["code", "legal"] and result.pool.size == 120
     for name in ("table.parquet", "prompts.parquet", "pool.parquet", "summary.json",
                  "manifest.json", "report.html"):
         assert (out / name).stat().st_size > 0
-    assert json.loads((out / "summary.json").read_text()) == summary
     man = json.loads((out / "manifest.json").read_text())
     assert man["geometry"]["n_per_quintile"] == 3 and "git_commit" in man
     html = (out / "report.html").read_text()
     assert "Table 1" in html and "PCA scatter: legal" in html and html.count("plotly") > 3
+
+
+def test_summary_json_is_the_typed_result(llama_run):
+    """summary.json reads back into an equal GeometryResult (NaN-aware: via its JSON)."""
+    result, out, _ = llama_run
+    again = read_result(GeometryResult, out / "summary.json")
+    assert isinstance(again.headline.pc1.low, float)
+    assert to_json(again) == to_json(result)
+    table = pd.read_parquet(out / "table.parquet")
+    assert len(table) == len(result.metrics)
 
 
 def test_sampled_prompts_are_stratified_by_the_pool_entropy(llama_run):
@@ -95,21 +109,20 @@ def test_numbers_match_an_independent_recomputation(llama_run, text_models):
     store = interp.capture(model, list(legal["text"]), ["attn.1.v", "attn.0.pattern",
                                                         "attn.1.pattern"], progress=False)
     v = store["attn.1.v"].double().numpy().reshape(len(legal), -1)
-    s = summary["prompt_sets"]["legal"]
+    s = summary.prompt_sets["legal"]
     ref = summarize_pca(v, standardize=True, n_resamples=60, seed=0)
-    assert s["pc1"]["estimate"] == pytest.approx(ref.pc1.estimate, abs=1e-6)
-    assert s["pc1_pc2"]["estimate"] == pytest.approx(ref.pc1_pc2.estimate, abs=1e-6)
+    assert s.pc1.estimate == pytest.approx(ref.pc1.estimate, abs=1e-6)
+    assert s.pc1_pc2.estimate == pytest.approx(ref.pc1_pc2.estimate, abs=1e-6)
     pc = fit_pca(v, standardize=True).transform(v)[:, 0]
     np.testing.assert_allclose(np.abs(legal["pc1"]), np.abs(pc), atol=1e-5)
     rho = spearman(pc, store.entropy_bits.double().numpy())
-    assert s["rho_pc1_entropy"]["estimate"] == pytest.approx(rho, abs=1e-6)
+    assert s.rho_pc1_entropy.estimate == pytest.approx(rho, abs=1e-6)
     pats = [store[f"attn.{L}.pattern"].double().numpy() for L in (0, 1)]
     prof = attention_entropy_profile(head_entropies(pats), n_resamples=60, seed=0)
-    assert s["attention_focusing"]["estimate"] == pytest.approx(prof.focusing.estimate, abs=1e-6)
+    assert s.attention_focusing.estimate == pytest.approx(prof.focusing.estimate, abs=1e-6)
     table = pd.read_parquet(out / "table.parquet")
     r2 = table[(table.prompt_set == "legal") & (table.metric == "probe_r2") & (table.layer == 1)]
-    assert r2["value"].item() == pytest.approx(
-        next(r["r2"] for r in s["probe_r2"] if r["layer"] == 1))
+    assert r2["value"].item() == pytest.approx(s.probe_r2_at(1))
 
 
 def test_rerun_reuses_pool_scores_and_gives_the_same_numbers(llama_run, text_models, tmp_path):
@@ -119,39 +132,46 @@ def test_rerun_reuses_pool_scores_and_gives_the_same_numbers(llama_run, text_mod
     out = tmp_path / "rerun"
     shutil.copytree(first, out)
 
-    from analyses import geometry
+    from analyses import geometry_pool
 
     def no_scoring(*a, **k):
         raise AssertionError("a rerun must not score the pool again")
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(corpora, "package_dir", lambda m: None)
-        mp.setattr(geometry, "next_token_entropy", no_scoring)
+        mp.setattr(geometry_pool, "next_token_entropy", no_scoring)
         again = run_geometry(_config(text_models["llama"], out, paths,
                                      prompts=("mixed", "code", "legal")))
-    assert again["pool"]["reused_scores"] is True and summary["pool"]["reused_scores"] is False
-    assert again["table1"] == summary["table1"]
-    assert again["key_orthogonality"] == summary["key_orthogonality"]
+    assert again.pool.reused_scores is True and summary.pool.reused_scores is False
+    assert to_json(again.prompt_sets) == to_json(summary.prompt_sets)
+    assert to_json(again.key_orthogonality) == to_json(summary.key_orthogonality)
+    pool = out / "pool.parquet"  # a changed pool file is not reused: it is rescored
+    pool.write_bytes(pool.read_bytes()[:-10])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(corpora, "package_dir", lambda m: None)
+        rescored = run_geometry(_config(text_models["llama"], out, paths, prompts=("legal",)))
+    assert rescored.pool.reused_scores is False
     with pytest.MonkeyPatch.context() as mp:  # another model in the same place: no reuse
         mp.setattr(corpora, "package_dir", lambda m: None)
         other = run_geometry(_config(text_models["phi"], out, paths, prompts=("legal",)))
-    assert other["pool"]["reused_scores"] is False
+    assert other.pool.reused_scores is False
 
 
 @pytest.mark.parametrize("family", ["gpt_neox", "phi", "mistral"])
 def test_other_families_run_end_to_end(text_models, tmp_path, base_corpora, family):
     s = run_geometry(_config(text_models[family], tmp_path, base_corpora, prompts=("legal",),
                              pool_size=60, layers=(0,), layer=-1))
-    assert s["prompts"] == "legal" and s["n_prompts"] == 15 and s["layers"] == [0, 1]
-    assert len(s["key_orthogonality"]["per_layer"]) == 2
-    assert s["attention_focusing"] is not None and s["criteria_met"].endswith("/3")
+    assert s.prompts == "legal" and s.headline.n_prompts == 15 and s.layers == [0, 1]
+    assert len(s.key_orthogonality.per_layer) == 2
+    assert s.headline.attention_focusing is not None and s.headline.criteria_met.endswith("/3")
 
 
 def test_wind_tunnel_run_adds_the_bayes_entropy_target(windtunnel_run, tmp_path):
     s = run_geometry(GeometryConfig(model=str(windtunnel_run), out=tmp_path, n_per_quintile=3,
                                     pool_size=60, n_resamples=60, progress=False))
-    assert s["prompts"] == "task" and "hypothesis tokens" in s["entropy_target"]
-    assert {"rho_pc1_bayes_entropy", "probe_r2_bayes_entropy"} <= set(s)
+    assert s.prompts == "task" and "hypothesis tokens" in s.entropy_target
+    assert s.headline.rho_pc1_bayes_entropy is not None
+    assert [r.layer for r in s.headline.probe_r2_bayes_entropy] == [0, 1]
     prompts = pd.read_parquet(tmp_path / "prompts.parquet")
     # bijection V = 6 without replacement: H_Bayes = log2(V - q) at the q-th key
     np.testing.assert_allclose(prompts["bayes_entropy_bits"], np.log2(6 - prompts["query"]))
@@ -166,7 +186,7 @@ def test_cli_prints_the_json_summary(text_models, tmp_path, capsys, base_corpora
     assert rc == 0
     s = json.loads(capsys.readouterr().out)
     assert set(s) >= SUMMARY_KEYS and s["n_prompts"] == 15
-    assert [r["prompt_set"] for r in s["table1"]] == ["mixed", "legal"]
+    assert list(s["prompt_sets"]) == ["mixed", "legal"]
     rc = main(["geometry", "--model", str(text_models["llama"]), "--prompts", "legal",
                "--n-per-quintile", "3", "--pool-size", "40", "--bootstrap", "30",
                "--out", str(tmp_path), "--no-progress"])
@@ -196,9 +216,13 @@ def test_wind_tunnel_refuses_text_prompts(windtunnel_run, tmp_path, capsys):
     assert rc == 2 and "--prompts task" in capsys.readouterr().err
 
 
-def test_parse_layers():
-    assert parse_layers("all") is None
-    assert parse_layers("0,5,-1") == (0, 5, -1)
-    assert parse_layers("2-4") == (2, 3, 4)
-    with pytest.raises(GeometryError):
-        parse_layers(",")
+def test_layer_lists():
+    import argparse
+
+    assert layer_list("all") is None
+    assert layer_list("0,5,-1") == (0, 5, -1)
+    assert layer_list("2-4") == (2, 3, 4)
+    with pytest.raises(argparse.ArgumentTypeError):
+        layer_list(",")
+    with pytest.raises(GeometryError, match="n_per_quintile must be >= 1"):
+        run_geometry(GeometryConfig(n_per_quintile=0))

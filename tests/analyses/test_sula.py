@@ -11,7 +11,10 @@ import pytest
 
 import interp
 from analyses.cli import main
-from analyses.sula import SulaConfig, label_token, pick_labels, run_sula, sula_prompts
+from analyses.results import SulaResult
+from analyses.sula import SulaConfig, run_sula
+from analyses.sula_prompts import label_token, pick_labels, sula_prompts
+from records import read_result, to_json
 from windtunnel.sula import SulaError, expected_entropy_bits
 
 
@@ -60,7 +63,7 @@ def test_run_writes_tables_summary_and_report(sula_run):
     m, cfg, s = sula_run
     for f in ("table.parquet", "per_k.parquet", "summary.json", "manifest.json", "report.html"):
         assert (cfg.out / f).exists()
-    assert json.loads((cfg.out / "summary.json").read_text()) == s
+    assert to_json(read_result(SulaResult, cfg.out / "summary.json")) == to_json(s)
     t = pd.read_parquet(cfg.out / "table.parquet")
     assert len(t) == 4 * 5 * 6 and set(t["condition"]) == {"main", "remap", "shuffled", "ablated"}
     # shuffled and ablated are flat at 1 bit; main/remap share their exact posteriors
@@ -70,29 +73,38 @@ def test_run_writes_tables_summary_and_report(sula_run):
                                   t[t.condition == "remap"]["h_bayes_bits"].to_numpy())
     # the model posterior really is the renormalised next-token distribution over the labels
     main = t[t.condition == "main"].reset_index(drop=True)
-    pp = sula_prompts(m, SulaConfig(n_per_k=6, labels=tuple(s["labels"]),
-                                    remap_labels=tuple(s["remap_labels"])), "main")
+    pp = sula_prompts("main", ks=cfg.ks, n_per_k=6, alpha=cfg.alpha, seed=cfg.seed,
+                      labels=s.labels, remap_labels=s.remap_labels, ids=s.label_token_ids)
     z = m.logits(list(pp.prompts[:3]))
     p = np.exp(z[:, pp.hyp_ids[0]].double().numpy())
     np.testing.assert_allclose(main["p_model_1"][:3], p[:, 0] / p.sum(1), rtol=1e-4)
     assert ((main["label_mass"] > 0) & (main["label_mass"] < 1)).all()
-    c = s["conditions"]["main"]
-    assert c["mae"] == pytest.approx(np.abs(main.h_model_bits - main.h_bayes_bits).mean())
-    assert set(c["per_k"]) == {"0", "1", "2", "4", "8"}
-    assert s["expected_h_bayes_bits"]["2"] == pytest.approx(expected_entropy_bits(2))
-    assert s["conditions"]["shuffled"]["corr"] is None  # H_Bayes is constant
+    c = s.conditions["main"]
+    assert c.mae == pytest.approx(np.abs(main.h_model_bits - main.h_bayes_bits).mean())
+    assert set(c.per_k) == {"0", "1", "2", "4", "8"}
+    for k, cal in c.per_k.items():
+        rows = main[main.k == int(k)]
+        assert cal.n == 6 and cal.mae == pytest.approx(
+            np.abs(rows.h_model_bits - rows.h_bayes_bits).mean())
+    assert s.expected_h_bayes_bits["2"] == pytest.approx(expected_entropy_bits(2))
+    assert np.isnan(s.conditions["shuffled"].corr)  # H_Bayes is constant
     assert "pc1" in t and np.isfinite(t["pc1"]).all()
-    assert s["site"] == f"attn.{m.n_layers - 1}.v" and s["reused_conditions"] == []
+    assert s.site == f"attn.{m.n_layers - 1}.v" and s.reused_conditions == []
 
 
 def test_rerun_reuses_scores_and_matches(sula_run, monkeypatch):
     m, cfg, s = sula_run
     monkeypatch.setattr(interp, "capture", lambda *a, **k: pytest.fail("rescored"))
     again = run_sula(cfg, model=m)
-    assert sorted(again["reused_conditions"]) == sorted(cfg.conditions)
+    assert sorted(again.reused_conditions) == sorted(cfg.conditions)
     strip = ("reused_conditions", "wall_s")
-    assert {k: v for k, v in again.items() if k not in strip} == \
-        {k: v for k, v in s.items() if k not in strip}
+    assert {k: v for k, v in to_json(again).items() if k not in strip} == \
+        {k: v for k, v in to_json(s).items() if k not in strip}
+    part = next((cfg.out / "parts").glob("main.table.parquet"))
+    part.write_bytes(part.read_bytes() + b"x")  # a damaged part is rescored, not reused
+    monkeypatch.undo()
+    third = run_sula(cfg, model=m)
+    assert "main" not in third.reused_conditions
 
 
 def test_cli(text_models, tmp_path, capsys):

@@ -1,0 +1,130 @@
+"""``bayesgeom capture`` (activations at named sites to a store) and ``bayesgeom models``
+(families, the default model and its cache)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyses.options import (
+    CLIError,
+    add_options,
+    batch_size_option,
+    config_from_args,
+    dtype_option,
+    model_option,
+    seed_option,
+)
+from records import option
+
+
+def positions(text: str) -> str | tuple[int, ...]:
+    if text in ("last", "all"):
+        return text
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"positions must be 'last', 'all' or comma-separated indices, not {text!r}"
+        ) from None
+
+
+@dataclass
+class CaptureOptions:
+    model: str | None = model_option()
+    prompts: Path = option(Path("prompts.txt"), "text file, one prompt per line", required=True)
+    sites: tuple[str, ...] = option(
+        (), "site names, e.g. resid_post.* attn.-1.v attn.-1.pattern logits", required=True)
+    positions: str | tuple[int, ...] = option(
+        "last", "last, all, or comma-separated indices such as 0,-1", parse=positions)
+    out: Path = option(Path("runs/capture"), "store directory (an unfinished one resumes)",
+                       required=True)
+    backend: str = option("hf", "hook backend", choices=("hf", "transformer_lens"))
+    batch_size: int = batch_size_option(8)
+    shard_prompts: int | None = option(
+        None, "prompts per shard (default: about 32 MiB of activations per shard)", min=1)
+    dtype: str | None = dtype_option()
+    store_dtype: str = option("float32", "stored dtype",
+                              choices=("float32", "float16", "bfloat16"))
+    device: str | None = option(None, "torch device, e.g. cuda:0")
+    revision: str | None = option(None, "Hub revision (branch, tag or commit)")
+    seed: int = seed_option()
+
+
+def read_prompts(path: Path) -> list[str]:
+    """One prompt per line; a blank line is an error (it would shift every prompt index)."""
+    if not path.is_file():
+        raise CLIError(f"prompts file {path} does not exist")
+    lines = path.read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    lines = [line.rstrip("\r") for line in lines]
+    if not lines:
+        raise CLIError(f"{path} holds no prompts (one prompt per line)")
+    blank = next((i for i, line in enumerate(lines, 1) if not line.strip()), None)
+    if blank is not None:
+        raise CLIError(f"{path}: line {blank} is empty; remove blank lines (one prompt per "
+                       "line)")
+    return lines
+
+
+def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+    c = sub.add_parser("capture", parents=[parent],
+                       help="capture model activations at named sites to a store")
+    add_options(c, CaptureOptions)
+    c.set_defaults(run=capture)
+    m = sub.add_parser("models", parents=[parent],
+                       help="list model families, the default model and its cache")
+    m.set_defaults(run=models)
+
+
+def capture(ns: argparse.Namespace) -> int:
+    from analyses.models import open_model
+    from interp import capture as run_capture
+
+    o = config_from_args(CaptureOptions, ns)
+    prompts = read_prompts(o.prompts)
+    model = open_model(o.model, dtype=o.dtype, device=o.device, revision=o.revision,
+                       backend=o.backend)
+    store = run_capture(model, prompts, list(o.sites), o.positions, batch_size=o.batch_size,
+                        out=o.out, prompts_per_shard=o.shard_prompts,
+                        store_dtype=o.store_dtype, progress=not ns.no_progress, seed=o.seed)
+    if ns.json:
+        print(json.dumps({"rows": len(store), "sites": store.sites, "out": str(o.out),
+                          "model": model.info.to_dict()}))
+    else:
+        print(f"captured {len(store)} rows x {len(store.sites)} sites from {len(prompts)} "
+              f"prompts ({model.info.name}, backend {model.info.backend}) -> {o.out}")
+    return 0
+
+
+def models(ns: argparse.Namespace) -> int:
+    from interp import embedded_model
+    from interp.families import FAMILIES
+    from interp.model import BACKENDS
+    from interp.user_cache import cache_root
+
+    info = {
+        "families": [{"name": f.name, "model_types": list(f.model_types),
+                      "description": f.description} for f in FAMILIES],
+        "generic": "any other HF causal LM with standard module names (q_proj/k_proj/v_proj, "
+                   "or a fused qkv_proj)",
+        "default_model": embedded_model.cache_info(),
+        "cache_root": str(cache_root()),
+        "backends": list(BACKENDS),
+    }
+    if ns.json:
+        print(json.dumps(info))
+        return 0
+    print("families with first-class adapters:")
+    for f in info["families"]:
+        print(f"  {f['name']:<10} {f['description']}")
+    print(f"  {'generic':<10} {info['generic']}")
+    d = info["default_model"]
+    state = f"cached ({d['cache_bytes'] / 2**20:.0f} MiB)" if d["cached"] else "not converted yet"
+    print(f"default model: {d['name']} - {d['description']}")
+    print(f"  cache: {d['cache_dir']} [{state}]")
+    print(f"backends: {', '.join(info['backends'])}")
+    return 0

@@ -1,0 +1,144 @@
+"""``bayesgeom windtunnel sample | train | eval``: tasks with exact posteriors and small models.
+
+Task options (``--V``, ``--K``, ``--ks`` ...) come from the task registry
+(:data:`windtunnel.TASKS`), so a new task needs no edit here; an option given for a task that
+does not have it is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analyses.options import CLIError, add_option, add_options, config_from_args
+from records import declared, json_safe, option
+from windtunnel import TASKS, TokenTask
+
+PREFIX = "task_"
+
+
+@dataclass
+class SampleOptions:
+    task: str = option("bijection", "a registered task (bijection, hmm, sula, ...)")
+    n: int = option(2, "sequences (SULA: prompts, a multiple of the number of ks)", min=1)
+    seed: int = option(0, "seed of the draw")
+
+
+@dataclass
+class EvalOptions:
+    dir: Path = option(Path("."), "run directory (or a saved model directory)", flag="dir")
+    n: int = option(2000, "held-out sequences", min=1)
+    seed: int = option(0, "seed of the held-out stream")
+    K: int | None = option(None, "HMM: evaluate at another number of observations", min=1)
+
+
+def add_task_options(p: argparse.ArgumentParser, token_only: bool) -> None:
+    """Each task parameter once (the first declaration of a name wins)."""
+    seen: set[str] = set()
+    for reg in TASKS.values():
+        if token_only and not issubclass(reg.cls, TokenTask):
+            continue
+        hints = typing.get_type_hints(reg.config_cls)
+        for f, opt in declared(reg.config_cls):
+            if f.name not in seen:
+                seen.add(f.name)
+                add_option(p, f, opt, hints[f.name], PREFIX + f.name)
+
+
+def task_params(ns: argparse.Namespace, task: str) -> dict[str, Any]:
+    """The given task options, refusing those the task does not have."""
+    if task not in TASKS:
+        raise CLIError(f"unknown task {task!r}; available: {', '.join(sorted(TASKS))}")
+    mine = {f.name for f, _ in declared(TASKS[task].config_cls)}
+    given = {k[len(PREFIX):]: v for k, v in vars(ns).items() if k.startswith(PREFIX)}
+    for name in given:
+        if name not in mine:
+            raise CLIError(f"option --{name.replace('_', '-')} does not apply to task {task!r}")
+    return given
+
+
+def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
+    from windtunnel.training import TrainConfig
+
+    wt = sub.add_parser("windtunnel", help="tasks with exact posteriors and small models")
+    wsub = wt.add_subparsers(dest="wcmd", required=True)
+    s = wsub.add_parser("sample", parents=[parent],
+                        help="print prompts with their exact posteriors")
+    add_options(s, SampleOptions)
+    add_task_options(s, token_only=False)
+    s.set_defaults(run=sample)
+    t = wsub.add_parser("train", parents=[parent],
+                        help="train a model on a task (resumes an unfinished --out)")
+    add_options(t, TrainConfig)
+    t.add_argument("--out", required=True, type=Path,
+                   help="run directory (created; resumed if unfinished)")
+    add_task_options(t, token_only=True)
+    t.set_defaults(run=train)
+    e = wsub.add_parser("eval", parents=[parent],
+                        help="evaluate a run against the exact posterior")
+    add_options(e, EvalOptions)
+    e.set_defaults(run=evaluate)
+
+
+def sample(ns: argparse.Namespace) -> int:
+    from windtunnel import make_task
+    from windtunnel.inspect import format_records, sample_records
+
+    o = config_from_args(SampleOptions, ns)
+    rec = sample_records(make_task(o.task, **task_params(ns, o.task)), o.n, o.seed)
+    print(json.dumps(rec) if ns.json else format_records(rec))
+    return 0
+
+
+def train(ns: argparse.Namespace) -> int:
+    from windtunnel.training import TrainConfig
+    from windtunnel.training import train as run_training
+
+    cfg = config_from_args(TrainConfig, ns)
+    cfg.task_params = task_params(ns, cfg.task)
+    res = run_training(cfg, ns.out, progress=not ns.no_progress)
+    r = res.report
+    assert r is not None
+    if ns.json:
+        print(json.dumps(json_safe({"out": str(res.out), "steps": res.steps_done,
+                                    "stop_reason": res.stop_reason, "wall_s": res.wall_s,
+                                    "params": res.params, **r.to_dict()})))
+    else:
+        print(f"{cfg.arch} on {cfg.task}: {res.steps_done} steps in {res.wall_s:.0f} s "
+              f"({res.stop_reason}); entropy MAE {r.entropy_mae_bits:.4g} bits, "
+              f"KL {r.kl_bits:.4g} bits, accuracy {r.accuracy:.3f} -> {res.out}")
+    return 0
+
+
+def evaluate(ns: argparse.Namespace) -> int:
+    from windtunnel.architectures import n_params
+    from windtunnel.evaluate import evaluate as run_eval
+    from windtunnel.hmm import HMMTask
+    from windtunnel.runs import load_run
+
+    o = config_from_args(EvalOptions, ns)
+    run = load_run(o.dir)
+    task = run.task
+    if task is None:
+        raise CLIError(f"{o.dir} has no task record; pass its run directory")
+    if o.K is not None:
+        if not isinstance(task, HMMTask):
+            raise CLIError("--K applies to HMM runs only")
+        task = task.with_K(o.K)
+    rep = run_eval(run.model, task, n=o.n, seed=o.seed, progress=not (ns.json or ns.no_progress))
+    out = {"task": task.name, "task_config": task.config(), "arch": run.arch,
+           "params": n_params(run.model), "steps": run.steps, "path": str(run.path),
+           "entropy_mae_metric": "per-sample mean |H_model - H_Bayes| (bits)", **rep.to_dict()}
+    if ns.json:
+        print(json.dumps(json_safe(out)))
+        return 0
+    print(f"{run.arch} on {out['task']} ({out['params']:,} params, {run.steps} steps), "
+          f"{rep.n_sequences} held-out sequences")
+    for k in ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "kl_model_bayes_bits",
+              "tvd", "accuracy", "map_agreement"):
+        print(f"  {k:<24} {out[k]:.6g}")
+    return 0

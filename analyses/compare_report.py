@@ -1,0 +1,131 @@
+"""Tables, figures and the terminal view of a comparison (:mod:`analyses.compare`).
+
+Display names come from :data:`HEADLINE_NAMES` and the geometry metric catalogue, so the
+metrics of newly registered measures appear with their labels and no edit here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from analyses import geometry_measures
+from analyses.report import html_report
+from analyses.results import CompareResult
+
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+#: display names of the compared headline (see :func:`analyses.compare.headline_rows`)
+HEADLINE_NAMES = {
+    "pc1": "value PC1 share", "pc1_pc2": "value PC1+PC2 share",
+    "participation_ratio": "participation ratio",
+    "abs_rho_pc1_entropy": "|ρ(PC1, model entropy)|",
+    "abs_rho_pc1_bayes_entropy": "|ρ(PC1, Bayes entropy)|",
+    "probe_r2": "entropy-probe R² (final layer)", "attention_focusing": "attention focusing",
+    "criteria_met": "Paper III criteria met (of 3)",
+    "key_orthogonality": "key orthogonality (mean |cos|)",
+    "key_fraction_below_0.20": "layers with key |cos| < 0.20",
+    "key_random_init": "key |cos| at random init", "n_layers": "layers",
+}
+
+
+def display_name(metric: str) -> str:
+    """The label of a compared metric (``name[target]`` for per-target measures)."""
+    if metric in HEADLINE_NAMES:
+        return HEADLINE_NAMES[metric]
+    base, _, target = metric.partition("[")
+    spec = geometry_measures.catalogue().get(base)
+    label = spec.label if spec else base
+    return f"{label} ({target.rstrip(']')})" if target else label
+
+
+def side_by_side(table: pd.DataFrame) -> pd.DataFrame:
+    """Metrics as rows, one column per ``label · prompt set`` (model-wide metrics repeated)."""
+    cols: dict[str, dict[str, float]] = {}
+    for (label, pset), g in table[table["prompt_set"].notna()].groupby(
+            ["label", "prompt_set"], sort=False):
+        col = {r["metric"]: r["value"] for r in g.to_dict("records")}
+        wide = table[(table["label"] == label) & table["prompt_set"].isna()]
+        col |= {r["metric"]: r["value"] for r in wide.to_dict("records")}
+        cols[f"{label} · {pset}"] = col
+    order = list(dict.fromkeys(m for c in cols.values() for m in c))
+    head = [m for m in HEADLINE_NAMES if m in order]
+    order = head + [m for m in order if m not in HEADLINE_NAMES]
+    return pd.DataFrame({"metric": [display_name(m) for m in order],
+                         **{k: [c.get(m, float("nan")) for m in order]
+                            for k, c in cols.items()}})
+
+
+def curves_figure(c: pd.DataFrame) -> go.Figure:
+    """Depth-normalised per-layer panels, one line per model, prompt set and target."""
+    cat = geometry_measures.catalogue()
+    metrics = list(dict.fromkeys(c["metric"]))
+    rows = -(-len(metrics) // 2)
+    fig = make_subplots(rows=rows, cols=2,
+                        subplot_titles=[cat[m].label if m in cat else m for m in metrics])
+    colors: dict[str, str] = {}
+    for i, metric in enumerate(metrics):
+        r, col = divmod(i, 2)
+        sel = c[c["metric"] == metric]
+        for (label, pset, target), g in sel.groupby(
+                [sel["label"], sel["prompt_set"].fillna("model"), sel["target"].fillna("")],
+                sort=False):
+            name = " · ".join(x for x in (label, pset, target) if x and x != "model")
+            color = colors.setdefault(name, COLORS[len(colors) % len(COLORS)])
+            fig.add_scatter(x=g["depth"], y=g["value"], mode="lines+markers", name=name,
+                            legendgroup=name, showlegend=name not in _shown(fig),
+                            line={"color": color}, row=r + 1, col=col + 1)
+    fig.update_xaxes(title_text="depth (layer / last layer)")
+    fig.update_layout(template="plotly_white", height=280 * rows)
+    return fig
+
+
+def _shown(fig: go.Figure) -> set[str]:
+    return {t.name for t in fig.data if t.showlegend is not False}
+
+
+def bars_figure(table: pd.DataFrame) -> go.Figure:
+    """Final-layer PC1, PC1+PC2, |ρ|, probe R², focusing and key orthogonality per model, with
+    95 % CIs where the geometry run has them."""
+    metrics = ["pc1", "pc1_pc2", "abs_rho_pc1_entropy", "probe_r2", "attention_focusing",
+               "key_orthogonality"]
+    fig = go.Figure()
+    t = table[table["metric"].isin(metrics)]
+    sets = list(dict.fromkeys(zip(t["label"], t["prompt_set"].fillna(""), strict=True)))
+    for j, (label, pset) in enumerate((lab, p) for lab, p in sets if p):
+        sel = t[(t["label"] == label) & ((t["prompt_set"] == pset) | t["prompt_set"].isna())]
+        sel = sel.set_index("metric").reindex(metrics)
+        err_hi = (sel["high"] - sel["value"]).fillna(0)
+        err_lo = (sel["value"] - sel["low"]).fillna(0)
+        fig.add_bar(x=[HEADLINE_NAMES[m] for m in metrics], y=sel["value"],
+                    name=f"{label} · {pset}", marker_color=COLORS[j % len(COLORS)],
+                    error_y={"type": "data", "array": err_hi, "arrayminus": err_lo})
+    fig.update_layout(barmode="group", template="plotly_white", height=420,
+                      yaxis_title="value (shares, |ρ|, R², fraction, mean |cos|)")
+    return fig
+
+
+def write_report(path: Path, result: CompareResult, table: pd.DataFrame, curves: pd.DataFrame,
+                 manifest: dict[str, Any]) -> Path:
+    out = Path(path).parent
+    return html_report(path, "bayesgeom compare: " + " vs ".join(result.labels), [
+        ("Side by side (final layer)", side_by_side(table)),
+        ("Final-layer metrics", bars_figure(table)),
+        ("Per-layer curves on normalised depth", curves_figure(curves)),
+        ("Per-model reports", "; ".join(f"{lab}: {out / lab / 'report.html'}"
+                                        for lab in result.labels)),
+    ], manifest)
+
+
+def format_summary(result: CompareResult) -> str:
+    """The side-by-side table as text."""
+    wide = pd.read_csv(Path(next(iter(result.models.values())).run_dir).parent
+                       / "side_by_side.csv")
+    return format_wide(wide)
+
+
+def format_wide(wide: pd.DataFrame) -> str:
+    return wide.to_string(index=False, float_format=lambda x: f"{x:.3f}")

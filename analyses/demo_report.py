@@ -1,0 +1,120 @@
+"""The demo's combined report, headline table and terminal summary (:mod:`analyses.demo`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from analyses import compare_report, steering_report, sula_report
+from analyses.report import html_report
+from analyses.results import DemoResult, SteerResult
+from windtunnel.training import TrainResult
+
+STEER_METRICS = ("d_mae", "d_kl_bayes", "kl_clean", "top1_flip", "d_axis_corr")
+
+
+def headline_table(r: DemoResult) -> pd.DataFrame:
+    """Tidy headline numbers: section, subject, condition, metric, value, p (NaN if none)."""
+    rows: list[dict[str, Any]] = []
+
+    def add(section: str, subject: str, cond: str, metric: str, value: float,
+            p: float = float("nan")) -> None:
+        rows.append({"section": section, "subject": subject, "condition": cond,
+                     "metric": metric, "value": float(value), "p": float(p)})
+
+    for t in r.windtunnel:
+        for m in ("entropy_mae_bits", "kl_bits", "accuracy"):
+            add("windtunnel", t.arch, "", m, getattr(t, m))
+    for label, mets in r.compare.metrics.items():
+        for k, v in mets.items():
+            where, metric = k.split(".", 1)
+            add("compare", label, where, metric, v)
+    for cond, c in r.sula.conditions.items():
+        for m in ("mae", "corr", "label_mass", "abs_rho_pc1_h_bayes"):
+            add("sula", r.sula.model, cond, m, getattr(c, m))
+    for name, st in (("steer_llm", r.steer_llm), ("steer_windtunnel", r.steer_windtunnel)):
+        for cond, effs in st.headline.items():
+            for eff, mets in effs.items():
+                for m in STEER_METRICS:
+                    if m in mets:
+                        add(name, st.model, f"{cond} ({eff})", m, mets[m].axis, mets[m].p)
+    return pd.DataFrame(rows)
+
+
+def windtunnel_figures(runs: dict[str, TrainResult]) -> tuple[go.Figure, go.Figure]:
+    fig_h = go.Figure()
+    bayes = runs["transformer"].report.per_position["h_bayes_bits"]
+    fig_h.add_scatter(y=bayes, name="exact Bayes", mode="lines+markers")
+    for a, r in runs.items():
+        fig_h.add_scatter(y=r.report.per_position["h_model_bits"], name=a, mode="lines",
+                          line={"dash": "dash"})
+    fig_h.update_layout(xaxis_title="key position k", yaxis_title="predictive entropy (bits)",
+                        template="plotly_white")
+    fig_l = go.Figure()
+    for a, r in runs.items():
+        ev = r.log.dropna(subset=["eval_entropy_mae_bits"])
+        fig_l.add_scatter(x=ev["elapsed_s"], y=ev["eval_entropy_mae_bits"], name=a,
+                          mode="lines+markers")
+    fig_l.update_layout(xaxis_title="training wall time (s)", yaxis_title="entropy MAE (bits)",
+                        yaxis_type="log", template="plotly_white")
+    return fig_h, fig_l
+
+
+def _train_table(r: DemoResult) -> pd.DataFrame:
+    return pd.DataFrame([t.__dict__ for t in r.windtunnel])
+
+
+def _steer_sections(title: str, st: SteerResult, d: Path) -> list[tuple[str, object]]:
+    table = pd.read_parquet(d / "table.parquet")
+    effects = pd.read_parquet(d / "effects.parquet")
+    return [(title, steering_report.format_summary(st)),
+            ("Dose–response against random directions", steering_report.dose_response(table)),
+            (f"Entropy per {st.group_name}", steering_report.per_group(table, st)),
+            ("Effects and p-values", steering_report.effects_view(effects))]
+
+
+def write_report(out: Path, r: DemoResult, runs: dict[str, TrainResult],
+                 manifest: dict[str, Any]) -> Path:
+    fig_h, fig_l = windtunnel_figures(runs)
+    cmp_table = pd.read_parquet(out / "compare" / "table.parquet")
+    per_k = pd.read_parquet(out / "sula" / "per_k.parquet")
+    sections: list[tuple[str, object]] = [
+        (f"1. Wind tunnel: bijection elimination, V = {r.V}", _train_table(r)),
+        ("Entropy calibration per position (held-out)", fig_h),
+        ("Held-out entropy MAE during training", fig_l),
+        ("2. Small vs large: the same geometry metrics (final layer)",
+         compare_report.side_by_side(cmp_table)),
+        ("Final-layer metrics", compare_report.bars_figure(cmp_table)),
+        ("Per-layer curves on normalised depth",
+         compare_report.curves_figure(pd.read_parquet(out / "compare" / "curves.parquet"))),
+        (f"3. SULA on {r.sula.model}", sula_report.format_summary(r.sula)),
+        ("SULA entropy per k (model vs exact Bayes)", sula_report.calibration_figure(per_k)),
+        ("SULA per k", per_k),
+        *_steer_sections("4. Steering the LLM's entropy axis", r.steer_llm, out / "steer-llm"),
+        *_steer_sections("5. Steering the wind tunnel's entropy axis", r.steer_windtunnel,
+                         out / "steer-windtunnel"),
+        ("Headline numbers (headline.parquet)", headline_table(r)),
+        ("Step reports", "; ".join(
+            str(out / p / "report.html") for p in ("compare", "compare/windtunnel",
+                                                   "compare/llm", "sula", "steer-llm",
+                                                   "steer-windtunnel"))),
+    ]
+    return html_report(out / "report.html", "bayesgeom demo", sections, manifest)
+
+
+def format_summary(r: DemoResult, out: Path) -> str:
+    with pd.option_context("display.float_format", lambda x: f"{x:.4g}", "display.width", 120):
+        wt = _train_table(r).to_string(index=False)
+    return "\n\n".join([
+        "== wind tunnel (entropy MAE vs the exact posterior, bits)\n" + wt,
+        "== small vs large (final layer)\n"
+        + compare_report.format_wide(pd.read_csv(out / "compare" / "side_by_side.csv")),
+        "== SULA\n" + sula_report.format_summary(r.sula),
+        "== steering the LLM\n" + steering_report.format_summary(r.steer_llm),
+        "== steering the wind tunnel\n" + steering_report.format_summary(r.steer_windtunnel),
+        f"total {r.timings_s.get('total', float('nan')):.0f} s: " + ", ".join(
+            f"{k} {v:.0f} s" for k, v in r.timings_s.items() if k != "total"),
+    ])
