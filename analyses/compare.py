@@ -5,7 +5,7 @@ SmolLM2 -- goes through :func:`analyses.geometry.run_geometry` with the same
 :class:`~analyses.geometry.GeometryConfig` (its own prompt sets: ``task`` for a wind tunnel,
 ``prompts`` for a text model) into ``out/<label>/``. The comparison reads each typed result:
 the Table-1 headline, key orthogonality and criteria, plus every registered measure flagged
-for comparison (:mod:`analyses.geometry_measures`); and the per-layer curves on a depth axis
+for comparison (:mod:`analyses.geometry_probes`); and the per-layer curves on a depth axis
 normalised to [0, 1], so models of different depth line up.
 
 Writes ``table.parquet`` (tidy: label, model, prompt_set, metric, value, low, high),
@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 import interp
-from analyses import geometry_measures
+from analyses import geometry_probes
 from analyses.geometry import GeometryConfig, GeometryError, run_geometry
 from analyses.geometry_result import GeometryResult, MetricRow
 from analyses.models import open_model
@@ -142,7 +142,7 @@ def headline_rows(r: GeometryResult) -> list[MetricRow]:
 def measure_rows(r: GeometryResult) -> list[MetricRow]:
     """Rows of registered measures flagged for comparison, at the Table-1 layer when
     per-layer; the target, if any, is appended to the metric name."""
-    cat = geometry_measures.catalogue()
+    cat = geometry_probes.catalogue()
     out = []
     for row in r.metrics:
         spec = cat.get(row.metric)

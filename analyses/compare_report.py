@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analyses import geometry_measures
+from analyses import geometry_probes
 from analyses.report import html_report
 from analyses.results import CompareResult
 
@@ -37,7 +37,7 @@ def display_name(metric: str) -> str:
     if metric in HEADLINE_NAMES:
         return HEADLINE_NAMES[metric]
     base, _, target = metric.partition("[")
-    spec = geometry_measures.catalogue().get(base)
+    spec = geometry_probes.catalogue().get(base)
     label = spec.label if spec else base
     return f"{label} ({target.rstrip(']')})" if target else label
 
@@ -61,7 +61,7 @@ def side_by_side(table: pd.DataFrame) -> pd.DataFrame:
 
 def curves_figure(c: pd.DataFrame) -> go.Figure:
     """Depth-normalised per-layer panels, one line per model, prompt set and target."""
-    cat = geometry_measures.catalogue()
+    cat = geometry_probes.catalogue()
     metrics = list(dict.fromkeys(c["metric"]))
     rows = -(-len(metrics) // 2)
     fig = make_subplots(rows=rows, cols=2,

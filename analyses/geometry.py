@@ -13,7 +13,7 @@ For each prompt set (``mixed`` and/or one domain; ``task`` for a wind-tunnel run
    (first → last analysed layer), and Paper III's three criteria;
 4. computes weight-based key orthogonality per layer with the Gaussian and random-init
    baselines (once: it does not depend on prompts);
-5. runs every measure of :data:`analyses.geometry_measures.MEASURES`.
+5. runs every measure of :data:`analyses.geometry_probes.MEASURES`.
 Wind-tunnel runs add the exact Bayes posterior entropy as a second target (``bayes_entropy``);
 their model entropy is taken over the hypothesis tokens.
 
@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 import interp
-from analyses import geometry_measures
+from analyses import geometry_probes
 from analyses.corpora import CorpusPaths
 from analyses.geometry_measures import SetData
 from analyses.geometry_pool import (
@@ -193,7 +193,7 @@ def capture_set(model: interp.InterpModel, name: str, chosen: pd.DataFrame, laye
                 table_layer: int, *, batch_size: int, seed: int, n_resamples: int,
                 progress: bool) -> SetData:
     """Capture the set's final-token sites (and every-token sites measures ask for)."""
-    measures = [m for m in geometry_measures.MEASURES if m.scope == "set" and m.applies(model)]
+    measures = [m for m in geometry_probes.MEASURES if m.scope == "set" and m.applies(model)]
     last = [f"attn.{L}.v" for L in layers] + [f"attn.{L}.pattern" for L in layers]
     last += [s for m in measures for s in m.last_sites(layers) if s not in last]
     vslice = vocab_slice(model)
@@ -243,7 +243,7 @@ def measure_extras(model: interp.InterpModel, sets: dict[str, SetData], layers: 
     """Rows of every registered measure that applies to this model."""
     rows: list[MetricRow] = []
     with single_threaded_blas():
-        for m in geometry_measures.MEASURES:
+        for m in geometry_probes.MEASURES:
             if not m.applies(model):
                 continue
             if m.scope == "set":

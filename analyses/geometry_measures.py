@@ -1,11 +1,12 @@
-"""What a geometry run measures: the metric catalogue and the registry of pluggable measures.
+"""What a geometry run measures: metric specs, the data a measure reads, and the measure type.
 
 Every metric has a :class:`MetricSpec` (name, display label, the definition it follows, whether
 it is per layer, whether ``compare`` shows it and the reports draw it), so tables, ``compare``
 and reports need no edit when a measure is added. The Paper III core (value PCA and ρ, the
-entropy probe, attention entropy, weight-based key orthogonality) feeds the typed headline and
-is run by :mod:`analyses.geometry` itself; further probes are :class:`Measure` s registered in
-:data:`MEASURES`, each reading what it declares:
+entropy probe, attention entropy, weight-based key orthogonality; :data:`CORE_SPECS`) feeds the
+typed headline and is run by :mod:`analyses.geometry` itself; further probes are
+:class:`Measure` s registered in :data:`analyses.geometry_probes.MEASURES`, each reading what it
+declares:
 
 * ``scope="set"``: one prompt set's :class:`SetData` (final-token sites ``last_sites``, and
   ``every_sites`` captured at every token in a second pass when some measure asks for them);
@@ -91,11 +92,3 @@ CORE_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("key_p50", "key |cos|, median over heads", "Paper III", curve=False),
     MetricSpec("key_p95", "key |cos|, 95th percentile over heads", "Paper III", curve=False),
 )
-
-#: pluggable measures, in the order they run
-MEASURES: tuple[Measure, ...] = ()
-
-
-def catalogue() -> dict[str, MetricSpec]:
-    """Every metric a geometry run can write, by name."""
-    return {s.name: s for s in (*CORE_SPECS, *(s for m in MEASURES for s in m.specs))}

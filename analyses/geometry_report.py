@@ -2,7 +2,7 @@
 
 Everything here reads the typed :class:`~analyses.geometry_result.GeometryResult` and, for the
 per-layer curves and the table of further measures, its generic metric rows with the metric
-catalogue (:func:`analyses.geometry_measures.catalogue`): a newly registered measure is drawn
+catalogue (:func:`analyses.geometry_probes.catalogue`): a newly registered measure is drawn
 and tabulated without an edit here.
 """
 
@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analyses import geometry_measures
+from analyses import geometry_measures, geometry_probes
 from analyses.geometry_result import GeometryResult, MetricRow, SetSummary, metrics_table
 from analyses.report import html_report
 from probes import Interval
@@ -43,7 +43,7 @@ def pca_scatter(prompts: pd.DataFrame, prompt_set: str, layer: int) -> go.Figure
 def curve_metrics(table: pd.DataFrame) -> list[geometry_measures.MetricSpec]:
     """The per-layer metrics of ``table`` that reports draw as curves, in catalogue order."""
     present = set(table.loc[table["layer"].notna(), "metric"])
-    return [s for s in geometry_measures.catalogue().values()
+    return [s for s in geometry_probes.catalogue().values()
             if s.per_layer and s.curve and s.name in present]
 
 
@@ -125,7 +125,7 @@ def table1(result: GeometryResult) -> pd.DataFrame:
 def measures_table(result: GeometryResult) -> pd.DataFrame:
     """Every registered measure's numbers at the Table-1 layer (per-layer metrics) or as
     measured (set- and model-level ones), with the definition each follows."""
-    cat = geometry_measures.catalogue()
+    cat = geometry_probes.catalogue()
     keep = [r for r in result.metrics if r.metric not in CORE
             and (r.layer is None or r.layer == result.layer)]
     return pd.DataFrame([_measure_row(r, cat) for r in keep],
