@@ -13,7 +13,7 @@ import numpy as np
 
 from analyses.geometry_measures import CORE_SPECS, Measure, MetricSpec, SetData
 from analyses.geometry_result import MetricRow
-from probes import value_manifold_summary
+from probes import qk_alignment, value_manifold_summary
 
 PAPER_I_VM = ("Paper I value manifold: centred PCA of the attention output attn_out.L at the "
               "final token (a supervised position for a wind tunnel)")
@@ -41,6 +41,39 @@ def value_manifold_rows(d: SetData) -> list[MetricRow]:
     return rows
 
 
+QK_DEF = ("Paper I: cos(q_T, k_j) of the final token's query with every earlier key, pre-RoPE "
+          "projections (for RoPE models the rotation is not applied); entropy of softmax(q·k/√d)")
+
+
+def _keys_by_prompt(d: SetData, layer: int, n_q_heads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every token's key of each prompt, zero-padded: ([n, H, T, dh] with kv heads repeated
+    for the query heads they serve, as HF's repeat_kv), and the valid-key mask [n, T]."""
+    k = d.every[f"attn.{layer}.k"].double().numpy()  # [rows, Hkv, dh], prompt-major
+    idx, pos = d.every.prompt_index.numpy(), d.every.position.numpy()
+    n, t = int(idx.max()) + 1, int(pos.max()) + 1
+    keys = np.zeros((n, k.shape[1], t, k.shape[2]))
+    keys[idx, :, pos] = k
+    mask = np.zeros((n, t), dtype=bool)
+    mask[idx, pos] = True
+    return np.repeat(keys, n_q_heads // k.shape[1], axis=1), mask
+
+
+def qk_alignment_rows(d: SetData) -> list[MetricRow]:
+    """Per layer: mean max and mean cos(q_T, k_j) over heads and prompts, the entropy (bits) of
+    softmax(q·k/√d) over the valid keys, and uniform attention's entropy (the control)."""
+    rows = []
+    for L in d.layers:
+        q = d.last[f"attn.{L}.q"].double().numpy()  # [n, H, dh]
+        keys, mask = _keys_by_prompt(d, L, q.shape[1])
+        a = qk_alignment(q, keys, mask, layer=L)
+        rows += [MetricRow(d.name, L, "qk_max_cos", None, a.mean_max_cos),
+                 MetricRow(d.name, L, "qk_mean_cos", None, a.mean_cos),
+                 MetricRow(d.name, L, "qk_softmax_entropy_bits", None, a.softmax_entropy_bits),
+                 MetricRow(d.name, L, "qk_uniform_entropy_bits", None,
+                           float(np.log2(mask.sum(1)).mean()))]
+    return rows
+
+
 #: pluggable measures, in the order they run
 MEASURES: tuple[Measure, ...] = (
     Measure("value_manifold", "set", (
@@ -53,6 +86,15 @@ MEASURES: tuple[Measure, ...] = (
         MetricSpec("vm_ordering", "ordering score of PC1 along entropy", PAPER_I_VM),
         MetricSpec("vm_max_abs_corr", "max |corr(PC_k, entropy)|, k ≤ 5", PAPER_I_VM)),
         value_manifold_rows, last_sites=lambda layers: [f"attn_out.{L}" for L in layers]),
+    Measure("qk_alignment", "set", (
+        MetricSpec("qk_max_cos", "query–key alignment: max cos", QK_DEF),
+        MetricSpec("qk_mean_cos", "query–key alignment: mean cos", QK_DEF),
+        MetricSpec("qk_softmax_entropy_bits", "entropy of softmax(q·k/√d) (bits)", QK_DEF,
+                   compare=True),
+        MetricSpec("qk_uniform_entropy_bits", "uniform attention's entropy (bits, control)",
+                   QK_DEF, compare=True)),
+        qk_alignment_rows, last_sites=lambda layers: [f"attn.{L}.q" for L in layers],
+        every_sites=lambda layers: [f"attn.{L}.k" for L in layers]),
 )
 
 
