@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import interp
 from analyses.geometry_measures import CORE_SPECS, Measure, MetricSpec, SetData
 from analyses.geometry_result import MetricRow
-from probes import qk_alignment, value_manifold_summary
+from probes import qk_alignment, token_key_orthogonality, value_manifold_summary
 
 PAPER_I_VM = ("Paper I value manifold: centred PCA of the attention output attn_out.L at the "
               "final token (a supervised position for a wind tunnel)")
@@ -74,6 +75,26 @@ def qk_alignment_rows(d: SetData) -> list[MetricRow]:
     return rows
 
 
+TOKEN_KEY_DEF = ("Paper I: keys of the hypothesis tokens' embeddings through W_K (+ b) per "
+                 "head, mean |cos| over token pairs; Gaussian control √(2/(π·d_k))")
+
+
+def token_key_rows(model: interp.InterpModel, layers: list[int]) -> list[MetricRow]:
+    """Per layer: mean |cos| and mean signed cos between the keys of the task's hypothesis
+    tokens (their raw input embeddings through each head's W_K and bias), and the Gaussian
+    chance level at the head size."""
+    hyp = model.task.hyp_slice
+    emb = model.hf.get_input_embeddings().weight.detach()[hyp].double().numpy()
+    rows = []
+    for L in layers:
+        w, b = interp.projection_weights(model, f"attn.{L}.k")
+        o = token_key_orthogonality(emb, w.numpy(), b.numpy())
+        rows += [MetricRow(None, L, "token_key_abs_cos", None, o.mean_abs_cos),
+                 MetricRow(None, L, "token_key_signed_cos", None, o.mean_signed_cos),
+                 MetricRow(None, L, "token_key_gaussian", None, o.gaussian_formula)]
+    return rows
+
+
 #: pluggable measures, in the order they run
 MEASURES: tuple[Measure, ...] = (
     Measure("value_manifold", "set", (
@@ -95,6 +116,14 @@ MEASURES: tuple[Measure, ...] = (
                    QK_DEF, compare=True)),
         qk_alignment_rows, last_sites=lambda layers: [f"attn.{L}.q" for L in layers],
         every_sites=lambda layers: [f"attn.{L}.k" for L in layers]),
+    Measure("token_key_orthogonality", "model", (
+        MetricSpec("token_key_abs_cos", "hypothesis-token key orthogonality (mean |cos|)",
+                   TOKEN_KEY_DEF, compare=True),
+        MetricSpec("token_key_signed_cos", "hypothesis-token keys: mean signed cos",
+                   TOKEN_KEY_DEF, curve=False),
+        MetricSpec("token_key_gaussian", "Gaussian |cos| at d_k (control)", TOKEN_KEY_DEF,
+                   compare=True)),
+        token_key_rows, applies=lambda model: getattr(model.task, "hyp_slice", None) is not None),
 )
 
 
