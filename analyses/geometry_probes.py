@@ -14,7 +14,15 @@ import numpy as np
 import interp
 from analyses.geometry_measures import CORE_SPECS, Measure, MetricSpec, SetData
 from analyses.geometry_result import MetricRow
-from probes import qk_alignment, token_key_orthogonality, value_manifold_summary
+from probes import (
+    fit_domain_manifolds,
+    linear_cka,
+    principal_angles,
+    project_onto_manifold,
+    qk_alignment,
+    token_key_orthogonality,
+    value_manifold_summary,
+)
 
 PAPER_I_VM = ("Paper I value manifold: centred PCA of the attention output attn_out.L at the "
               "final token (a supervised position for a wind tunnel)")
@@ -95,6 +103,60 @@ def token_key_rows(model: interp.InterpModel, layers: list[int]) -> list[MetricR
     return rows
 
 
+MANIFOLD_DEF = ("domain manifolds: centred PCA subspace (90 % of the variance) of each prompt "
+                "set's final-token values at the Table-1 layer; principal angles between two "
+                "sets' subspaces, against random subspaces of the same dimensions")
+CKA_DEF = ("linear CKA (Kornblith et al.) between final-token values at each layer and at the "
+           "Table-1 layer, on the same prompts; control: random Gaussian features of that shape")
+
+
+def _random_angle(d: int, ka: int, kb: int, seed: int, draws: int = 20) -> float:
+    """Mean principal angle (degrees) between random subspaces of dimensions ka and kb in R^d."""
+    rng = np.random.default_rng([seed, d, ka, kb])
+    return float(np.mean([principal_angles(rng.standard_normal((ka, d)),
+                                           rng.standard_normal((kb, d))).mean()
+                          for _ in range(draws)]))
+
+
+def domain_manifold_rows(sets: dict[str, SetData]) -> list[MetricRow]:
+    """For every pair of prompt sets (``target`` "a|b"): the min and mean principal angle between
+    their value subspaces, the same for random subspaces (the control), and the fraction of b's
+    centred variance outside a's subspace."""
+    if len(sets) < 2:
+        return []
+    first = next(iter(sets.values()))
+    layer, seed = first.table_layer, first.seed
+    values = {n: s.values(layer) for n, s in sets.items()}
+    manifolds = fit_domain_manifolds(values, variance=0.9, standardize=False)
+    rows = []
+    names = list(sets)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            ma, mb = manifolds[a], manifolds[b]
+            ang = principal_angles(ma.pca.components, mb.pca.components)
+            pair = f"{a}|{b}"
+            rows += [
+                MetricRow(None, layer, "manifold_min_angle_deg", pair, float(ang.min())),
+                MetricRow(None, layer, "manifold_mean_angle_deg", pair, float(ang.mean())),
+                MetricRow(None, layer, "manifold_random_mean_angle_deg", pair,
+                          _random_angle(values[a].shape[1], ma.k, mb.k, seed)),
+                MetricRow(None, layer, "manifold_residual_fraction", pair,
+                          project_onto_manifold(ma, values[b]).total_residual_fraction)]
+    return rows
+
+
+def cka_rows(d: SetData) -> list[MetricRow]:
+    """Per layer: linear CKA with the Table-1 layer's values, and with random features."""
+    ref = d.values(d.table_layer)
+    rows = []
+    for L in d.layers:
+        x = d.values(L)
+        noise = np.random.default_rng([d.seed, L]).standard_normal(x.shape)
+        rows += [MetricRow(d.name, L, "cka_to_table_layer", None, linear_cka(x, ref)),
+                 MetricRow(d.name, L, "cka_random_control", None, linear_cka(noise, ref))]
+    return rows
+
+
 #: pluggable measures, in the order they run
 MEASURES: tuple[Measure, ...] = (
     Measure("value_manifold", "set", (
@@ -124,6 +186,20 @@ MEASURES: tuple[Measure, ...] = (
         MetricSpec("token_key_gaussian", "Gaussian |cos| at d_k (control)", TOKEN_KEY_DEF,
                    compare=True)),
         token_key_rows, applies=lambda model: getattr(model.task, "hyp_slice", None) is not None),
+    Measure("domain_manifolds", "sets", (
+        MetricSpec("manifold_min_angle_deg", "smallest principal angle between prompt sets "
+                   "(degrees)", MANIFOLD_DEF, compare=True, curve=False),
+        MetricSpec("manifold_mean_angle_deg", "mean principal angle between prompt sets "
+                   "(degrees)", MANIFOLD_DEF, compare=True, curve=False),
+        MetricSpec("manifold_random_mean_angle_deg", "mean angle of random subspaces "
+                   "(degrees, control)", MANIFOLD_DEF, compare=True, curve=False),
+        MetricSpec("manifold_residual_fraction", "variance of the second set outside the "
+                   "first's subspace", MANIFOLD_DEF, curve=False)),
+        domain_manifold_rows),
+    Measure("cka", "set", (
+        MetricSpec("cka_to_table_layer", "linear CKA with the Table-1 layer", CKA_DEF),
+        MetricSpec("cka_random_control", "linear CKA of random features (control)", CKA_DEF)),
+        cka_rows),
 )
 
 
