@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from scipy.stats import rankdata
 
 from infotheory import pearson
 from probes.arrays import as_vector
@@ -19,20 +20,9 @@ from probes.bootstrap import Interval, percentile_interval, resample_indices
 
 
 def average_ranks(a: object) -> np.ndarray:
-    """1-based ranks along the last axis, ties given their average rank. Same shape, float64."""
-    x = np.asarray(a, dtype=np.float64)
-    n = x.shape[-1]
-    order = np.argsort(x, axis=-1, kind="stable")
-    s = np.take_along_axis(x, order, axis=-1)
-    pos = np.broadcast_to(np.arange(n), s.shape)
-    differs = s[..., 1:] != s[..., :-1]
-    first = np.concatenate([np.ones((*s.shape[:-1], 1), bool), differs], axis=-1)
-    last = np.concatenate([differs, np.ones((*s.shape[:-1], 1), bool)], axis=-1)
-    start = np.maximum.accumulate(np.where(first, pos, 0), axis=-1)
-    end = np.flip(np.minimum.accumulate(np.flip(np.where(last, pos, n), -1), axis=-1), -1)
-    ranks = np.empty_like(s)
-    np.put_along_axis(ranks, order, (start + end) / 2.0 + 1.0, axis=-1)
-    return ranks
+    """1-based ranks along the last axis, ties given their average rank (scipy's ``rankdata``).
+    Same shape, float64."""
+    return rankdata(np.asarray(a, dtype=np.float64), method="average", axis=-1)
 
 
 def spearman(x: object, y: object, min_n: int = 2) -> np.ndarray | float:
