@@ -9,7 +9,7 @@ table layer, key orthogonality, criteria) are typed fields of their own.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -43,21 +43,14 @@ def metrics_table(rows: list[MetricRow]) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class Rho:
+class Rho(Interval):
     """Spearman ρ(PC1, target) with its bootstrap interval, and |ρ| (PC1's sign is arbitrary)."""
 
-    estimate: float
-    low: float
-    high: float
-    level: float
-    n_resamples: int
-    bootstrap_mean: float
-    abs: float
+    abs: float = NAN
 
     @classmethod
     def of(cls, iv: Interval) -> Rho:
-        return cls(iv.estimate, iv.low, iv.high, iv.level, iv.n_resamples, iv.bootstrap_mean,
-                   abs(iv.estimate))
+        return cls(**asdict(iv), abs=abs(iv.estimate))
 
 
 @dataclass(frozen=True)

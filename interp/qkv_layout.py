@@ -71,8 +71,8 @@ class SeparateQKV(QKVLayout):
 
 
 @dataclass(frozen=True)
-class FusedPerHead(QKVLayout):
-    """One projection at ``path`` laid out ``[..., H, 3, dh]`` (no GQA)."""
+class _Fused(QKVLayout):
+    """One projection at ``path`` holds q, k and v."""
 
     path: str
 
@@ -82,6 +82,11 @@ class FusedPerHead(QKVLayout):
     @property
     def fused(self) -> bool:
         return True
+
+
+@dataclass(frozen=True)
+class FusedPerHead(_Fused):
+    """Laid out ``[..., H, 3, dh]`` (no GQA)."""
 
     def width(self, which: int, heads: Heads) -> int:
         return 3 * heads[0] * heads[2]
@@ -91,17 +96,8 @@ class FusedPerHead(QKVLayout):
 
 
 @dataclass(frozen=True)
-class FusedBlocks(QKVLayout):
-    """One projection at ``path`` laid out ``[q (H·dh) | k (Hkv·dh) | v (Hkv·dh)]``."""
-
-    path: str
-
-    def module_path(self, which: int) -> str:
-        return self.path
-
-    @property
-    def fused(self) -> bool:
-        return True
+class FusedBlocks(_Fused):
+    """Laid out ``[q (H·dh) | k (Hkv·dh) | v (Hkv·dh)]``."""
 
     def width(self, which: int, heads: Heads) -> int:
         return (heads[0] + 2 * heads[1]) * heads[2]

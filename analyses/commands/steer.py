@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from analyses.options import add_options, config_from_args
 from analyses.steering import SteerConfig, run_steer
 from analyses.steering_report import format_summary
 
-from .output import emit
+from .output import register_experiment
 
 
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("steer", parents=[parent],
-                       help="cut / keep / shift the entropy axis vs random directions")
-    add_options(p, SteerConfig)
-    p.set_defaults(run=run)
-
-
-def run(ns: argparse.Namespace) -> int:
-    cfg = config_from_args(SteerConfig, ns)
-    return emit(run_steer(cfg), ns, format_summary, cfg.out / "report.html")
+    register_experiment(sub, parent, "steer",
+                        "cut / keep / shift the entropy axis vs random directions", SteerConfig,
+                        run_steer, format_summary)
