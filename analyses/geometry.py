@@ -186,7 +186,6 @@ class SetResult:
     data: SetData
     layers: list[ValueLayerStats]
     attention: AttentionEntropyProfile | None  # None with a single analysed layer
-    timings_s: dict[str, float]
 
 
 def capture_set(model: interp.InterpModel, name: str, chosen: pd.DataFrame, layers: list[int],
@@ -219,7 +218,6 @@ def capture_set(model: interp.InterpModel, name: str, chosen: pd.DataFrame, laye
 
 def measure_set(data: SetData, curve_resamples: int, progress: bool) -> SetResult:
     """The core per-layer numbers of one captured set."""
-    t0 = time.perf_counter()
     probe = ProbeConfig(seed=data.seed)
     n_resamples = data.n_resamples
     stats = []
@@ -235,7 +233,7 @@ def measure_set(data: SetData, curve_resamples: int, progress: bool) -> SetResul
             pats = [data.last[f"attn.{L}.pattern"].double().numpy() for L in data.layers]
             attention = attention_entropy_profile(head_entropies(pats), n_resamples,
                                                   seed=data.seed)
-    return SetResult(data, stats, attention, {"numerics": time.perf_counter() - t0})
+    return SetResult(data, stats, attention)
 
 
 def measure_extras(model: interp.InterpModel, sets: dict[str, SetData], layers: list[int],
@@ -301,7 +299,7 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
     rows += key_rows(key) + extra
     vslice = vocab_slice(m)
     result = GeometryResult(
-        model=m.info.name, model_info=m.info.to_dict(), n_layers=m.n_layers, layer=table_layer,
+        model=m.info.name, model_info=m.info, n_layers=m.n_layers, layer=table_layer,
         site=f"attn.{table_layer}.v", layers=layers, prompts=sets[0],
         entropy_target=("model entropy over the hypothesis tokens (bits)" if vslice else
                         "next-token entropy over the vocabulary (bits)"),

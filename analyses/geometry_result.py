@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import pandas as pd
 
+from interp.model import ModelInfo
 from probes import Interval, RandomBaseline
 
 NAN = math.nan
@@ -157,7 +157,7 @@ class GeometryResult:
     ``prompt_sets`` holds every set's."""
 
     model: str
-    model_info: dict[str, Any]
+    model_info: ModelInfo
     n_layers: int
     layer: int
     site: str

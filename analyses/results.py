@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from analyses.geometry_result import GeometryResult
 from infotheory import Calibration
+from interp.model import ModelInfo
 
 
 # ---------------------------------------------------------------- steering
@@ -55,7 +56,7 @@ class SteerResult:
     """``headline``: condition -> effect ("total", "direct") -> metric -> :class:`EffectStat`."""
 
     model: str
-    model_info: dict
+    model_info: ModelInfo
     task: str
     n_prompts: int
     group_name: str
@@ -95,7 +96,7 @@ class SulaCondition:
 @dataclass
 class SulaResult:
     model: str
-    model_info: dict
+    model_info: ModelInfo
     site: str
     labels: tuple[str, str]
     remap_labels: tuple[str, str]

@@ -240,7 +240,7 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
         table[col] = table[col].astype("Int64")
     effects = effects_table(table, clean, layers[-1])
     result = SteerResult(
-        model=m.info.name, model_info=m.info.to_dict(), task=pp.name, n_prompts=len(pp),
+        model=m.info.name, model_info=m.info, task=pp.name, n_prompts=len(pp),
         group_name=pp.group_name, layers=layers, sites=sites, positions=cfg.positions,
         n_random=cfg.n_random, direct=cfg.direct, fingerprint=fp,
         resume=Resume(runner.start, runner.resumed, runner.resume_rel_error),

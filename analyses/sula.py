@@ -38,6 +38,7 @@ from analyses.posteriors import model_posterior
 from analyses.results import SulaCondition, SulaResult
 from analyses.sula_prompts import pick_labels, sula_prompts
 from infotheory import calibration, calibration_by_group, entropy_bits_from_probs
+from interp.sites import VECTOR_KINDS
 from probes import fit_pca, spearman
 from records import (
     OptionError,
@@ -56,8 +57,6 @@ from windtunnel.sula import CONDITIONS, expected_entropy_bits
 
 #: Paper III's SULA calibration MAE (bits, main condition, 250 prompts)
 PAPER3_MAE = {"Pythia-410M": 0.44, "Llama-3.2-1B": 0.36, "Phi-2": 0.31}
-#: site kinds whose last-layer final-token activations can give the geometry
-SITES = ("attn.v", "attn.k", "attn.q", "attn.z", "resid_pre", "resid_post")
 
 
 @dataclass
@@ -79,7 +78,7 @@ class SulaConfig:
     remap_labels: tuple[str, str] | None = same_option(SulaTaskConfig, "remap_labels", None)
     conditions: tuple[str, ...] = option(CONDITIONS, "subset of main,remap,shuffled,ablated",
                                          parse=comma_words)
-    site: str = option("attn.v", "last-layer site kind of the geometry", choices=SITES)
+    site: str = option("attn.v", "last-layer site kind of the geometry", choices=VECTOR_KINDS)
     batch_size: int = batch_size_option(16)
     dtype: str | None = dtype_option()
     progress: bool = progress_option()
@@ -191,7 +190,7 @@ def run_sula(cfg: SulaConfig, model: interp.InterpModel | None = None) -> SulaRe
             label_mass=float(per[c]["label_mass"].mean()),
             per_k=calibration_by_group(hm, hb, k), **geo[c])
     result = SulaResult(
-        model=m.info.name, model_info=m.info.to_dict(), site=site, labels=lab,
+        model=m.info.name, model_info=m.info, site=site, labels=lab,
         remap_labels=rem, label_token_ids=ids, ks=tuple(cfg.ks), n_per_k=cfg.n_per_k,
         alpha=cfg.alpha, seed=cfg.seed,
         expected_h_bayes_bits={str(k): expected_entropy_bits(k, cfg.alpha) for k in cfg.ks},
