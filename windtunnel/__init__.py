@@ -19,6 +19,7 @@ from windtunnel.task import (
     make_task,
     make_token_task,
     task_from_config,
+    token_task_from_config,
 )
 
 __all__ = [
@@ -43,4 +44,5 @@ __all__ = [
     "make_task",
     "make_token_task",
     "task_from_config",
+    "token_task_from_config",
 ]

@@ -18,13 +18,12 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from transformers import PreTrainedModel
 
 from records import read_json, write_json
 from windtunnel.checkpoint import CheckpointError, latest_checkpoint_dir, load_model
-from windtunnel.task import TokenTask, make_token_task
+from windtunnel.task import TokenTask, token_task_from_config
 
 
 class RunDirError(RuntimeError):
@@ -62,11 +61,6 @@ def is_windtunnel_dir(path: Path) -> bool:
     return "bayesgeom_preset" in c or c.get("model_type") == "bayesgeom_mlp"
 
 
-def _task(cfg: dict[str, Any]) -> TokenTask:
-    cfg = dict(cfg)
-    return make_token_task(cfg.pop("task"), **cfg)
-
-
 def load_run(path: str | Path) -> LoadedRun:
     """Open a run directory (its final model, or the latest checkpoint of an unfinished run),
     a bare model directory written by training, or a checkpoint directory
@@ -76,20 +70,21 @@ def load_run(path: str | Path) -> LoadedRun:
         raise CheckpointError(f"{path} does not exist")
     if (path / MODEL_RECORD).exists():
         meta = read_json(path / MODEL_RECORD)
-        return LoadedRun(load_model(path), _task(meta["task"]), meta["arch"], -1, path)
+        return LoadedRun(load_model(path), token_task_from_config(meta["task"]), meta["arch"], -1,
+                         path)
     rec_path = path / RUN_RECORD
     if not rec_path.exists():
         if not (path / "config.json").exists():
             raise CheckpointError(f"{path} is not a bayesgeom run (no {RUN_RECORD}, "
                                   f"{MODEL_RECORD} or model)")
         run_json = path.parent.parent / RUN_RECORD  # <run>/checkpoints/step-N
-        task = _task(read_json(run_json)["task"]) if run_json.exists() else None
+        task = token_task_from_config(read_json(run_json)["task"]) if run_json.exists() else None
         return LoadedRun(load_model(path), task, "?", -1, path)
     try:
         rec = json.loads(rec_path.read_text())
     except json.JSONDecodeError as e:
         raise CheckpointError(f"{rec_path} is corrupt: {e}") from e
-    task = _task(rec["task"])
+    task = token_task_from_config(rec["task"])
     arch = rec["config"]["arch"]
     if rec.get("status") == "done" and (path / "model").exists():
         return LoadedRun(load_model(path / "model"), task, arch, int(rec["steps_done"]), path)

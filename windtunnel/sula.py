@@ -22,7 +22,7 @@ Conditions, built from the same latent draws (paired by index):
   only masking the label tokens makes its stated flat posterior exact, so that is what is done.)
 
 Registered as the text task ``sula`` (:class:`SulaTask`): its posterior prompts carry the label
-words as hypotheses; a tokenizer turns them into token ids (:mod:`analyses.sula_labels` checks
+words as hypotheses; a tokenizer turns them into token ids (:mod:`analyses.sula_prompts` checks
 that each is a single token). Pure numpy and strings: no tokenizer here.
 """
 

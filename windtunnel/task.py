@@ -65,8 +65,6 @@ class Task(ABC):
 
     name: ClassVar[str]
     group_name: ClassVar[str] = "q"
-    #: True for token tasks a model can be trained on
-    trainable: ClassVar[bool] = False
 
     @abstractmethod
     def config(self) -> dict[str, Any]:
@@ -94,7 +92,6 @@ class TokenTask(Task):
     sequence, from the *hypothesis slice* of the vocabulary (value tokens for bijection, state
     tokens for HMM filtering). Subclasses implement ``_sample``."""
 
-    trainable = True
     #: True when training uses the full posterior as a soft target (HMM), else the true answer
     soft_targets: ClassVar[bool] = False
 
@@ -215,11 +212,19 @@ def make_token_task(name: str, **params: Any) -> TokenTask:
     return task
 
 
+def _params(cfg: dict[str, Any]) -> dict[str, Any]:
+    """A :meth:`Task.config` read back from JSON as task parameters (lists as tuples)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if k != "task"}
+
+
 def task_from_config(cfg: dict[str, Any]) -> Task:
     """Inverse of :meth:`Task.config`."""
-    cfg = dict(cfg)
-    params = {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if k != "task"}
-    return make_task(cfg["task"], **params)
+    return make_task(cfg["task"], **_params(cfg))
+
+
+def token_task_from_config(cfg: dict[str, Any]) -> TokenTask:
+    """Inverse of :meth:`Task.config` for a task models are trained on (a wind tunnel)."""
+    return make_token_task(cfg["task"], **_params(cfg))
 
 
 def config_dict(name: str, cfg: Any) -> dict[str, Any]:
