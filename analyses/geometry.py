@@ -78,7 +78,6 @@ from analyses.task_prompts import TASK_SET
 from infotheory import entropy_bits_from_logits
 from probes import AttentionEntropyProfile, ProbeConfig, attention_entropy_profile, head_entropies
 from records import (
-    OptionError,
     check_options,
     option,
     run_manifest,
@@ -124,8 +123,8 @@ class GeometryConfig:
 
 
 # ---------------------------------------------------------------- set-up
-def resolve_layers(layers: tuple[int, ...] | None, layer: int, n_layers: int,
-                   ) -> tuple[list[int], int]:
+def analysed_layers(layers: tuple[int, ...] | None, layer: int, n_layers: int,
+                    ) -> tuple[list[int], int]:
     """(sorted analysed layers, the Table-1 layer), all non-negative."""
     try:
         table_layer = interp.resolve_layer(layer, n_layers)
@@ -158,10 +157,7 @@ def resolve_prompt_sets(prompts: tuple[str, ...] | None, model: interp.InterpMod
 
 
 def check_config(cfg: GeometryConfig) -> None:
-    try:
-        check_options(cfg)
-    except OptionError as e:
-        raise GeometryError(str(e)) from None
+    check_options(cfg, GeometryError)
     n, probe = cfg.n_per_quintile * cfg.n_bins, ProbeConfig()
     if cfg.pool_size < n:
         raise GeometryError(f"pool size {cfg.pool_size} is smaller than the {n} prompts to "
@@ -261,7 +257,7 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
     check_config(cfg)
     out = Path(cfg.out)
     m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype)
-    layers, table_layer = resolve_layers(cfg.layers, cfg.layer, m.n_layers)
+    layers, table_layer = analysed_layers(cfg.layers, cfg.layer, m.n_layers)
     sets = resolve_prompt_sets(cfg.prompts, m)
     out.mkdir(parents=True, exist_ok=True)
     clock = {"load": time.perf_counter() - t0}

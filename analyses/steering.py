@@ -63,7 +63,6 @@ from analyses.sula_prompts import pick_labels, sula_prompts
 from interp.sites import VECTOR_KINDS
 from probes import AxisProvenance, EntropyAxis, fit_entropy_axis, prompt_set_hash
 from records import (
-    OptionError,
     Parts,
     check_options,
     fingerprint,
@@ -116,10 +115,7 @@ class SteerConfig:
     progress: bool = progress_option()
 
     def check(self) -> None:
-        try:
-            check_options(self)
-        except OptionError as e:
-            raise SteerError(str(e)) from None
+        check_options(self, SteerError)
         if not self.layers:
             raise SteerError("give at least one layer")
         if not (self.cut_fractions or self.keep_only or self.shift_deltas):

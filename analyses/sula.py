@@ -41,7 +41,6 @@ from infotheory import calibration, calibration_by_group, entropy_bits_from_prob
 from interp.sites import VECTOR_KINDS
 from probes import fit_pca, spearman
 from records import (
-    OptionError,
     Parts,
     check_options,
     fingerprint,
@@ -89,10 +88,7 @@ class SulaConfig:
             else tuple(self.remap_labels)
 
     def check(self) -> None:
-        try:
-            check_options(self)
-        except OptionError as e:
-            raise SulaError(str(e)) from None
+        check_options(self, SulaError)
         bad = [c for c in self.conditions if c not in CONDITIONS]
         if bad or not self.conditions:
             raise SulaError(f"unknown SULA condition(s) {bad or '(none given)'}; choose from "

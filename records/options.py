@@ -83,22 +83,29 @@ def _values(v: Any) -> list[Any]:
     return list(v) if isinstance(v, list | tuple) else [v]
 
 
-def check_options(cfg: Any) -> None:
-    """Raise :class:`OptionError` naming the first field whose value breaks its declaration
-    (a choice, a bound, or a NaN/inf number)."""
+def check_options(cfg: Any, error: type[Exception] = OptionError) -> None:
+    """Raise ``error`` (:class:`OptionError` unless an experiment names its own) with a
+    one-line message naming the first field whose value breaks its declaration (a choice, a
+    bound, or a NaN/inf number)."""
+    message = _violation(cfg)
+    if message is not None:
+        raise error(message)
+
+
+def _violation(cfg: Any) -> str | None:
     for f, opt in declared(cfg):
         value = getattr(cfg, f.name)
         if value is None:
             continue
         if opt.choices is not None and value not in opt.choices:
-            raise OptionError(f"{f.name} must be one of {', '.join(map(str, opt.choices))}, "
-                              f"got {value!r}")
+            return f"{f.name} must be one of {', '.join(map(str, opt.choices))}, got {value!r}"
         for v in _values(value):
             if isinstance(v, bool) or not isinstance(v, int | float):
                 continue
             if isinstance(v, float) and not math.isfinite(v):
-                raise OptionError(f"{f.name} must be finite, got {v}")
+                return f"{f.name} must be finite, got {v}"
             if opt.min is not None and v < opt.min:
-                raise OptionError(f"{f.name} must be >= {opt.min:g}, got {value!r}")
+                return f"{f.name} must be >= {opt.min:g}, got {value!r}"
             if opt.max is not None and v > opt.max:
-                raise OptionError(f"{f.name} must be <= {opt.max:g}, got {value!r}")
+                return f"{f.name} must be <= {opt.max:g}, got {value!r}"
+    return None

@@ -22,7 +22,6 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
 from records import (
-    OptionError,
     check_options,
     option,
     read_json,
@@ -79,10 +78,7 @@ class TrainConfig:
                                              "training wall time", min=1e-6)
 
     def validate(self) -> TokenTask:
-        try:
-            check_options(self)
-        except OptionError as e:
-            raise TaskConfigError(str(e)) from None
+        check_options(self, TaskConfigError)
         get_preset(self.preset)
         return make_token_task(self.task, **self.task_params)
 
