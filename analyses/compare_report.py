@@ -14,10 +14,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from analyses import geometry_probes
-from analyses.report import html_report
+from analyses.report import COLORS, html_report, legend_names
 from analyses.results import CompareResult
 
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 #: display names of the compared headline (see :func:`analyses.compare.headline_rows`)
 HEADLINE_NAMES = {
     "pc1": "value PC1 share", "pc1_pc2": "value PC1+PC2 share",
@@ -76,15 +75,11 @@ def curves_figure(c: pd.DataFrame) -> go.Figure:
             name = " · ".join(x for x in (label, pset, target) if x and x != "model")
             color = colors.setdefault(name, COLORS[len(colors) % len(COLORS)])
             fig.add_scatter(x=g["depth"], y=g["value"], mode="lines+markers", name=name,
-                            legendgroup=name, showlegend=name not in _shown(fig),
+                            legendgroup=name, showlegend=name not in legend_names(fig),
                             line={"color": color}, row=r + 1, col=col + 1)
     fig.update_xaxes(title_text="depth (layer / last layer)")
     fig.update_layout(template="plotly_white", height=280 * rows)
     return fig
-
-
-def _shown(fig: go.Figure) -> set[str]:
-    return {t.name for t in fig.data if t.showlegend is not False}
 
 
 def bars_figure(table: pd.DataFrame) -> go.Figure:

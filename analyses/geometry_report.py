@@ -17,10 +17,9 @@ from plotly.subplots import make_subplots
 
 from analyses import geometry_measures, geometry_probes
 from analyses.geometry_result import GeometryResult, MetricRow, SetSummary, metrics_table
-from analyses.report import html_report
+from analyses.report import COLORS, html_report, legend_names
 from probes import Interval
 
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 CORE = {s.name for s in geometry_measures.CORE_SPECS}
 
 
@@ -70,7 +69,7 @@ def layer_curves(result: GeometryResult) -> go.Figure:
         for name, g in _lines(table, spec.name):
             color = names.setdefault(name, COLORS[len(names) % len(COLORS)])
             fig.add_scatter(x=g["layer"], y=g["value"], mode="lines+markers", name=name,
-                            legendgroup=name, showlegend=name not in _shown(fig),
+                            legendgroup=name, showlegend=name not in legend_names(fig),
                             line={"color": color}, row=r + 1, col=c + 1)
             if g["low"].notna().any():
                 fig.add_scatter(x=[*g["layer"], *g["layer"][::-1]],
@@ -83,10 +82,6 @@ def layer_curves(result: GeometryResult) -> go.Figure:
     fig.update_xaxes(title_text="layer")
     fig.update_layout(template="plotly_white", height=300 * rows)
     return fig
-
-
-def _shown(fig: go.Figure) -> set[str]:
-    return {t.name for t in fig.data if t.showlegend is not False}
 
 
 def _key_baselines(fig: go.Figure, result: GeometryResult, row: int, col: int) -> None:

@@ -11,6 +11,15 @@ import plotly.graph_objects as go
 
 from records import json_safe, write_text
 
+#: line colours of the reports' figures, in order of first appearance
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
+
+
+def legend_names(fig: go.Figure) -> set[str]:
+    """Names already in ``fig``'s legend (so a trace repeated in another panel is not listed
+    twice)."""
+    return {t.name for t in fig.data if t.showlegend is not False}
+
 
 def html_report(
     path: Path, title: str, sections: list[tuple[str, object]], manifest: dict | None = None
