@@ -9,7 +9,9 @@ On disk (readable with ``safetensors`` and ``pyarrow`` alone)::
                                one tensor per site, named by the site ("resid_post.3",
                                "attn.29.v"), [rows, *row_shape], plus the row index:
                                prompt_index, position (int64), token_id (int64: the token at
-                               that position), entropy_bits (float32: next-token entropy there)
+                               that position), entropy_bits (float32: next-token entropy there,
+                               over the manifest's "entropy_over": "vocabulary", or "hypothesis
+                               slice" -- ids slice(*entropy_ids) -- for a wind tunnel)
 
 Shards hold consecutive prompt ranges (``prompts_per_shard`` prompts each) and are written
 atomically; the manifest is rewritten after each, so an interrupted capture resumes by skipping
@@ -128,7 +130,15 @@ class ActivationStore:
 
     @property
     def entropy_bits(self) -> torch.Tensor:
+        """Next-token entropy (bits) [rows], over :attr:`entropy_over`."""
         return self["entropy_bits"]
+
+    @property
+    def entropy_over(self) -> str:
+        """What :attr:`entropy_bits` is over: ``"vocabulary"``, or ``"hypothesis slice"`` (a
+        wind tunnel's hypothesis tokens, ``slice(*manifest["entropy_ids"])``). Stores written
+        before this was recorded took it over the vocabulary."""
+        return str(self.manifest.get("entropy_over", "vocabulary"))
 
     @property
     def prompt_index(self) -> torch.Tensor:

@@ -7,7 +7,10 @@ else is retained and no per-batch copies are left to fragment the heap (measured
 ``out=DIR`` the rows are streamed to safetensors shards (see :mod:`interp.activation_store`) and
 an interrupted run resumes; in memory, all prompts form one shard.
 Next-token entropy (bits) is recorded at every captured position; with ``positions="last"`` the
-unembedding runs on the last position only.
+unembedding runs on the last position only. For a model with a task attached whose
+``hyp_slice`` names the hypothesis tokens (a wind tunnel, trained on that slice alone) the
+entropy is over that slice; otherwise over the whole vocabulary. The store says which
+(``entropy_over``, ``entropy_ids``).
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ class _Rows:
     store_dtype: torch.dtype
     check_finite: bool
     pattern_width: int
+    #: the vocabulary ids next-token entropy is over (None: all of them)
+    entropy_ids: slice | None = None
     batch: TokenBatch | None = None
     rows: RowSelection | None = None
     buffers: dict[str, torch.Tensor] = field(default_factory=dict)
@@ -105,6 +110,24 @@ class _Rows:
             f"{kind} in site {name} at prompt {prompt}, position {pos} "
             f"({int(bad.sum())} of {len(bad)} captured rows in this batch are non-finite)"
         )
+
+
+VOCABULARY, HYPOTHESIS_SLICE = "vocabulary", "hypothesis slice"
+
+
+def entropy_slice(model: InterpModel) -> slice | None:
+    """The vocabulary ids a next-token entropy is taken over: the attached task's hypothesis
+    slice (duck-typed ``model.task.hyp_slice``; a wind tunnel is only ever trained on it), or
+    None for the whole vocabulary."""
+    hyp = getattr(getattr(model, "task", None), "hyp_slice", None)
+    return hyp if isinstance(hyp, slice) else None
+
+
+def _entropy_over(hyp: slice | None) -> dict[str, Any]:
+    """The store's record of what ``entropy_bits`` is over."""
+    if hyp is None:
+        return {"entropy_over": VOCABULARY, "entropy_ids": None}
+    return {"entropy_over": HYPOTHESIS_SLICE, "entropy_ids": [hyp.start, hyp.stop, hyp.step]}
 
 
 def _n_rows(spec: str | tuple[int, ...], lengths: Sequence[int]) -> int:
@@ -174,6 +197,7 @@ def capture(
         "positions": spec if isinstance(spec, str) else list(spec),
         "prompts_sha256": prompts_sha256(tokens, texts), "n_prompts": n,
         "prompts_per_shard": per_shard, "store_dtype": str(sdt).removeprefix("torch."),
+        **_entropy_over(entropy_slice(m)),
     }
     prompt_table = pd.DataFrame({"prompt_index": range(n),
                                  "text": texts if texts is not None else [None] * n,
@@ -182,7 +206,7 @@ def capture(
     if out is not None:
         writer = ShardWriter(Path(out), identity, n_shards, prompt_table)
 
-    rows = _Rows(sdt, check_finite, pattern_width=max(lengths))
+    rows = _Rows(sdt, check_finite, pattern_width=max(lengths), entropy_ids=entropy_slice(m))
     hooked = [s for s in site_list if s.kind != "logits"]
     want_logits = any(s.kind == "logits" for s in site_list)
     eager = any(s.kind == "attn.pattern" for s in site_list)
@@ -219,6 +243,7 @@ def capture(
         rows.buffers = {}
 
     extra = {"sites": identity["sites"], "positions": identity["positions"],
+             "entropy_over": identity["entropy_over"], "entropy_ids": identity["entropy_ids"],
              "model": m.info.to_dict(), "n_layers": m.n_layers, "n_prompts": n,
              "prompts_sha256": identity["prompts_sha256"], "run": _manifest(m, seed, sdt)}
     if writer is not None:
@@ -230,12 +255,14 @@ def capture(
 
 
 def _finish_batch(rows: _Rows, logits: torch.Tensor, want_logits: bool) -> None:
-    """The logits rows (when requested), next-token entropy and the row index of one batch."""
+    """The logits rows (when requested), next-token entropy (bits, over ``rows.entropy_ids``)
+    and the row index of one batch."""
     b, r = rows.batch, rows.rows
     assert b is not None and r is not None
     shift = b.width - logits.shape[1]
     lrows = logits[r.batch.to(logits.device), (r.column - shift).to(logits.device)]
-    ent = entropy_bits_from_logits(lrows).cpu()
+    scored = lrows if rows.entropy_ids is None else lrows[..., rows.entropy_ids]
+    ent = entropy_bits_from_logits(scored).cpu()
     if want_logits:
         rows.put("logits", lrows)
     elif rows.check_finite and not bool(torch.isfinite(ent).all()):

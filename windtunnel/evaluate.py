@@ -14,10 +14,8 @@ from windtunnel.metrics import (
     slice_log_probs,
 )
 from windtunnel.readout import final_norm_and_head
+from windtunnel.seeds import Purpose, stream
 from windtunnel.task import TokenTask
-
-#: Seed stream for evaluation batches, disjoint from training streams ``(seed, step)``.
-EVAL_STREAM = 1_000_003
 
 
 @torch.no_grad()
@@ -30,7 +28,9 @@ def evaluate(
     logit_lens: bool = True,
     progress: bool = False,
 ) -> CalibrationReport:
-    """Calibration of ``model`` on ``n`` held-out sequences (seeded, disjoint from training).
+    """Calibration of ``model`` on ``n`` held-out sequences: batch ``i`` comes from stream
+    ``(seed, EVAL, i)`` (:mod:`windtunnel.seeds`), disjoint from every training batch of a run
+    with the same ``seed``.
 
     With ``logit_lens`` the final norm and head are applied to every block's residual output;
     ``per_layer`` then holds KL(Bayes ‖ layer) and entropy MAE (bits) for layers 1..n_layers.
@@ -43,7 +43,7 @@ def evaluate(
     done, i = 0, 0
     bar = tqdm(total=n, desc="eval", unit="seq", disable=not progress, leave=False)
     while done < n:
-        b = task.sample(min(batch_size, n - done), (seed, EVAL_STREAM, i)).to(device)
+        b = task.sample(min(batch_size, n - done), stream(seed, Purpose.EVAL, i)).to(device)
         out = model(b.input_ids, output_hidden_states=logit_lens)
         logp = slice_log_probs(out.logits[:, b.query_pos], task.hyp_slice)
         if not torch.isfinite(logp).all():
@@ -74,6 +74,7 @@ def evaluate(
 
 
 def bayes_accuracy(task: TokenTask, n: int = 2000, seed: int = 0) -> float:
-    """Expected accuracy of the Bayes predictor (mean max posterior) — the accuracy ceiling."""
-    b = task.sample(n, (seed, EVAL_STREAM, 0))
+    """Expected accuracy of the Bayes predictor (mean max posterior) — the accuracy ceiling —
+    on ``n`` sequences of the evaluation stream ``(seed, EVAL, 0)``."""
+    b = task.sample(n, stream(seed, Purpose.EVAL, 0))
     return float(np.asarray(b.posterior.max(-1).values.mean()))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from windtunnel.seeds import Purpose, stream
 from windtunnel.task import Task, TaskBatch, TokenTask
 
 
@@ -30,11 +31,14 @@ def batch_records(task: TokenTask, batch: TaskBatch, digits: int = 6) -> list[di
 
 
 def sample_records(task: Task, n: int, seed: int, digits: int = 6) -> dict[str, Any]:
-    """``{"task", "seed", "sequences" | "prompts", ...}``: what ``sample --json`` prints."""
+    """``{"task", "seed", "sequences" | "prompts", ...}``: what ``sample --json`` prints. Token
+    tasks draw from stream ``(seed, INSPECT, 0)`` (:mod:`windtunnel.seeds`), not from a
+    training or evaluation stream."""
     out: dict[str, Any] = {"task": task.config(), "seed": seed}
     if isinstance(task, TokenTask):
         out["tokens"] = task.describe_tokens()
-        out["sequences"] = batch_records(task, task.sample(n, seed), digits)
+        batch = task.sample(n, stream(seed, Purpose.INSPECT))
+        out["sequences"] = batch_records(task, batch, digits)
         return out
     pp = task.posterior_prompts(n, seed)
     out["hypotheses"] = list(pp.hyp_words or ())

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
@@ -28,6 +29,7 @@ import torch
 
 from records import OptionError, check_options
 from windtunnel.posterior_prompts import PosteriorPrompts
+from windtunnel.seeds import Purpose, stream
 
 
 class TaskConfigError(ValueError):
@@ -122,18 +124,26 @@ class TokenTask(Task):
     @abstractmethod
     def _sample(self, rng: np.random.Generator, n: int) -> TaskBatch: ...
 
-    def sample(self, n: int, seed: int | tuple[int, ...] | list[int]) -> TaskBatch:
-        """Draw ``n`` sequences, each with a fresh hypothesis, deterministically from ``seed``
-        (a tuple such as ``(run_seed, step)`` gives every training step its own stream)."""
+    def sample(self, n: int, seed: int | Sequence[int] | np.random.Generator
+               | np.random.SeedSequence) -> TaskBatch:
+        """Draw ``n`` sequences, each with a fresh hypothesis, deterministically from ``seed``:
+        anything :func:`numpy.random.default_rng` takes. The library itself passes a named
+        stream (:func:`windtunnel.seeds.stream`); plain int and tuple seeds alias one another
+        (``s`` and ``(s, 0)`` are the same stream), so do not mix them to keep draws apart."""
         if n < 1:
             raise TaskConfigError(f"n must be >= 1, got {n}")
         return self._sample(np.random.default_rng(seed), int(n))
 
-    def cut_at_queries(self, n: int, seed: int = 0) -> QueryCuts:
+    def cut_at_queries(self, n: int, seed: int = 0,
+                       purpose: Purpose = Purpose.QUERY_CUTS) -> QueryCuts:
         """``n`` fresh sequences, each cut just after a random prediction position (so its
-        final token is where the model predicts a hypothesis), deterministic in ``seed``."""
-        batch = self.sample(n, seed)
-        rng = np.random.default_rng([seed, 1])
+        final token is where the model predicts a hypothesis), deterministic in ``seed``.
+
+        Sequences come from stream ``(seed, purpose, 0)``, the cut positions from
+        ``(seed, purpose, 1)`` (:mod:`windtunnel.seeds`): disjoint from training and
+        evaluation batches for every seed."""
+        batch = self.sample(n, stream(seed, purpose, 0))
+        rng = stream(seed, purpose, 1)
         q = rng.integers(0, int(batch.query_pos.numel()), size=n)
         ends = batch.query_pos.numpy()[q] + 1
         ids = batch.input_ids.numpy()
@@ -142,9 +152,11 @@ class TokenTask(Task):
                          batch.posterior.numpy()[rows, q], batch.entropy_bits.numpy()[rows, q])
 
     def posterior_prompts(self, n: int, seed: int) -> PosteriorPrompts:
-        """``n`` prompts from :meth:`cut_at_queries`, with the hypothesis tokens and the exact
-        posterior there; ``group`` = the prediction index q."""
-        cuts = self.cut_at_queries(n, seed)
+        """``n`` prompts cut at a query (:meth:`cut_at_queries` on the stream purpose
+        ``POSTERIOR_PROMPTS``, so they are not the ``QUERY_CUTS`` pool of the same seed), with
+        the hypothesis tokens and the exact posterior there; ``group`` = the prediction index
+        q."""
+        cuts = self.cut_at_queries(n, seed, Purpose.POSTERIOR_PROMPTS)
         hyp = np.arange(self.hyp_slice.start, self.hyp_slice.stop)
         bayes = cuts.posterior / cuts.posterior.sum(1, keepdims=True)
         meta = pd.DataFrame({"document": [f"seq-{i}" for i in range(n)],

@@ -1,8 +1,14 @@
 """Train a wind-tunnel model: fresh batches each step, AdamW + warm-up + cosine, clipping,
 periodic held-out evaluation, atomic checkpoints and exact resume.
 
-Data for step ``s`` is drawn from the seed stream ``(seed, s)``, so a resumed run sees exactly the
-batches an uninterrupted one would, and its final metrics match bit for bit.
+Every draw comes from a named stream of the run seed (:mod:`windtunnel.seeds`): the batch of
+step ``s`` from ``stream(seed, TRAIN, s)`` -- the generator of
+``SeedSequence(seed, spawn_key=(tag(TRAIN), s))`` -- and held-out evaluation batch ``i`` from
+``stream(seed, EVAL, i)``. Streams of different purposes or indices are disjoint by construction
+(no plain-tuple aliasing such as ``default_rng(s)`` = ``default_rng((s, 0))``), so evaluation
+never replays a training batch; and a step's batch depends on the run seed and the step alone, so
+a resumed run sees exactly the batches an uninterrupted one would, and its final metrics match
+bit for bit. Model initialisation uses torch's generator (``torch.manual_seed(seed)``).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from windtunnel.checkpoint import (
 from windtunnel.evaluate import evaluate
 from windtunnel.metrics import CalibrationReport
 from windtunnel.runs import RUN_RECORD, RunDirError, save_final_model
+from windtunnel.seeds import Purpose, stream
 from windtunnel.task import TaskConfigError, TokenTask, make_token_task
 from windtunnel.transformer import TRANSFORMER_PRESETS, get_preset
 
@@ -53,7 +60,7 @@ class TrainConfig:
     arch: str = option("transformer", "model architecture", choices=tuple(ARCHS))
     preset: str = option("small", "model size", choices=tuple(TRANSFORMER_PRESETS))
     steps: int = option(10_000, "optimiser steps", min=1)
-    seed: int = option(0, "seed of the initialisation and of every batch")
+    seed: int = option(0, "seed of the initialisation and of every batch", min=0)
     batch_size: int = option(128, "sequences per step (a fresh hypothesis each)", min=1)
     lr: float = option(3e-3, "peak learning rate")
     min_lr_ratio: float = option(0.01, "final learning rate / peak", min=0.0, max=1.0,
@@ -233,7 +240,7 @@ def train(
         cur_lr = lr_at(cfg, step, frac)
         for g in opt.param_groups:
             g["lr"] = cur_lr
-        batch = task.sample(cfg.batch_size, (cfg.seed, step))
+        batch = task.sample(cfg.batch_size, stream(cfg.seed, Purpose.TRAIN, step))
         loss = task_loss(model, task, batch)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"loss became {loss.item()} at step {step}; lower --lr")
@@ -333,7 +340,7 @@ def _summary(cfg: TrainConfig, task: TokenTask, model, steps: int, rep: Calibrat
 def _finished(out: Path, rec: dict[str, Any]) -> TrainResult:
     summary = read_json(out / "eval.json")
     log = pd.read_parquet(out / "metrics.parquet")
-    rep = CalibrationReport(**{k: summary[k] for k in CalibrationReport.__dataclass_fields__})
+    rep = CalibrationReport.from_dict(summary)
     return TrainResult(out, int(rec["steps_done"]), rec.get("stop_reason", "steps"),
                        float(rec.get("wall_s", 0.0)), rep, log, int(summary["params"]))
 

@@ -139,6 +139,8 @@ def evaluate(ns: argparse.Namespace) -> int:
     print(f"{run.arch} on {out['task']} ({out['params']:,} params, {run.steps} steps), "
           f"{rep.n_sequences} held-out sequences")
     for k in ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "kl_model_bayes_bits",
-              "tvd", "accuracy", "map_agreement"):
+              "tvd", "accuracy"):
         print(f"  {k:<24} {out[k]:.6g}")
+    print(f"  {'map_agreement':<24} {rep.map_agreement:.6g}  (over the {rep.map_untied} "
+          "sequence positions with a unique Bayes argmax)")
     return 0

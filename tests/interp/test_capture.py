@@ -199,3 +199,46 @@ def test_stores_answer_negative_layer_names(llama, prompts, tmp_path):
         assert torch.equal(store["resid_post.-2"], store["resid_post.0"])
         with pytest.raises(KeyError, match=r"it holds attn\.1\.v, resid_post\.0"):
             store["resid_post.-1"]
+
+
+def _entropy_bits(logits: torch.Tensor) -> torch.Tensor:
+    logp = torch.log_softmax(logits.double(), -1)
+    return -(logp.exp() * logp).sum(-1) / math.log(2)
+
+
+def test_wind_tunnel_entropy_is_over_the_hypothesis_slice(family_prompts, tmp_path):
+    """A wind tunnel is trained on its hypothesis slice only: capture's entropy ignores the rest
+    of the vocabulary, even a huge logit forced onto a non-hypothesis token, and says so."""
+    from windtunnel import make_task
+    from windtunnel.architectures import build_model
+
+    task = make_task("bijection", V=6)
+    hyp = task.hyp_slice
+    hf = build_model(task, "transformer", "tiny", seed=0)
+    boost = torch.zeros(task.vocab_size)
+    boost[0] = 60.0  # a key token, outside the hypothesis (value) slice
+    hf.get_output_embeddings().register_forward_hook(lambda mod, args, out: out + boost)
+    prompts = family_prompts["windtunnel"]
+    wt = interp.InterpModel(hf, None, task=task)
+    store = capture(wt, prompts, ["logits"], "all", progress=False)
+    logits = store["logits"]
+    h_slice, h_full = _entropy_bits(logits[:, hyp]), _entropy_bits(logits)
+    assert h_full.max() < 1e-6 and h_slice.min() > 0.5  # the forced token takes all the mass
+    torch.testing.assert_close(store.entropy_bits.double(), h_slice, atol=1e-4, rtol=0)
+    assert store.entropy_over == "hypothesis slice"
+    assert store.manifest["entropy_ids"] == [hyp.start, hyp.stop, hyp.step]
+
+    # the last-position path (no logits site), streamed to disk and reopened
+    last = capture(wt, prompts, ["resid_post.0"], "last", out=tmp_path / "s", progress=False)
+    ends = [len(p) - 1 for p in prompts]
+    starts = [sum(len(p) for p in prompts[:i]) for i in range(len(prompts))]
+    want = h_slice[[s + e for s, e in zip(starts, ends, strict=True)]]
+    torch.testing.assert_close(last.entropy_bits.double(), want, atol=1e-4, rtol=0)
+    reopened = ActivationStore.open(tmp_path / "s")
+    assert reopened.entropy_over == "hypothesis slice"
+    assert reopened.manifest["identity"]["entropy_over"] == "hypothesis slice"
+
+    # without a task attached the same model's entropy is over the whole vocabulary
+    bare = capture(interp.InterpModel(hf, None), prompts, ["logits"], "all", progress=False)
+    assert bare.entropy_over == "vocabulary" and bare.manifest["entropy_ids"] is None
+    torch.testing.assert_close(bare.entropy_bits.double(), h_full, atol=1e-4, rtol=0)
