@@ -13,7 +13,13 @@ with actionable messages.
 
 from interp.activation_store import ActivationStore
 from interp.capture import capture
-from interp.directions import projection_std, random_controls
+from interp.directions import (
+    VarianceMatchWarning,
+    projection_std,
+    random_controls,
+    variance_matched_controls,
+    variance_ratios,
+)
 from interp.embedded_model import EMBEDDED_NAME
 from interp.errors import (
     DirectionShapeError,
@@ -72,6 +78,7 @@ __all__ = [
     "StoreError",
     "UnknownSiteError",
     "UnsupportedArchitectureError",
+    "VarianceMatchWarning",
     "capture",
     "intervene",
     "load",
@@ -81,4 +88,6 @@ __all__ = [
     "resolve_layer",
     "resolve_layers",
     "site_name",
+    "variance_matched_controls",
+    "variance_ratios",
 ]

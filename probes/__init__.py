@@ -51,7 +51,8 @@ from probes.key_orthogonality import (
     split_key_weight,
     token_key_orthogonality,
 )
-from probes.null_test import NullTest, null_test
+from probes.multiple_testing import holm
+from probes.null_test import NullTest, null_test, parametric_p
 from probes.pca import PCAResult, fit_pca
 from probes.pca_summary import PCASummary, bootstrap_variance_ratios, summarize_pca
 from probes.qk_alignment import QKAlignment, qk_alignment, qk_alignment_profile, qk_cosines
@@ -107,6 +108,7 @@ __all__ = [
     "gaussian_abs_cos_baseline",
     "head_entropies",
     "head_key_orthogonality",
+    "holm",
     "kl_bits",
     "kl_bits_from_logprobs",
     "layer_key_orthogonality",
@@ -115,6 +117,7 @@ __all__ = [
     "mean_interval",
     "null_test",
     "ordering_score",
+    "parametric_p",
     "participation_ratio",
     "pearson",
     "percentile_interval",

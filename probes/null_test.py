@@ -2,11 +2,14 @@
 
 ``null_test(effect, null)``: the permutation-style p-value of an observed effect among ``n``
 control effects, p = (1 + #{|e_r| ≥ |e|}) / (n + 1), two-sided on magnitudes (the smallest
-attainable p is 1/(n+1)), and the z-score (e − mean) / std of the null (ddof = 1).
+attainable p is 1/(n+1)), and the z-score (e − mean) / std of the null (ddof = 1) with its
+*parametric* two-sided normal p-value (:func:`parametric_p`), which can go below the floor
+1/(n+1) but assumes the control effects are roughly normal.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +27,26 @@ class NullTest:
     p: float
     z: float
     n: int
+
+    @property
+    def p_z(self) -> float:
+        """The parametric two-sided normal p-value of ``z``."""
+        return parametric_p(self.z)
+
+    @property
+    def at_floor(self) -> bool:
+        """True when ``p`` is the smallest attainable, 1/(n+1): no control reached the effect."""
+        return bool(np.isfinite(self.p)) and self.p <= 1.0 / (self.n + 1) + 1e-12
+
+
+def parametric_p(z: float) -> float:
+    """Two-sided normal p-value P(|Z| ≥ |z|) = erfc(|z|/√2); NaN for a NaN z.
+
+    Example:
+        >>> round(parametric_p(1.959964), 4), parametric_p(0.0)
+        (0.05, 1.0)
+    """
+    return math.erfc(abs(z) / math.sqrt(2.0)) if np.isfinite(z) else float("nan")
 
 
 def null_test(effect: float, null: object) -> NullTest:
