@@ -13,7 +13,8 @@ from analyses.report import html_report
 from analyses.results import DemoResult, SteerResult
 from windtunnel.training import TrainResult
 
-STEER_METRICS = ("d_mae", "d_kl_bayes", "kl_clean", "top1_flip", "d_axis_corr")
+STEER_METRICS = ("d_mae", "d_kl_bayes", "kl_clean", "top1_flip", "d_axis_corr",
+                 "d_axis_proj_corr")
 
 
 def headline_table(r: DemoResult) -> pd.DataFrame:
@@ -71,7 +72,7 @@ def _steer_sections(title: str, st: SteerResult, d: Path) -> list[tuple[str, obj
     table = pd.read_parquet(d / "table.parquet")
     effects = pd.read_parquet(d / "effects.parquet")
     return [(title, steering_report.format_summary(st)),
-            ("Dose–response against random directions", steering_report.dose_response(table)),
+            ("Dose–response against control directions", steering_report.dose_response(table)),
             (f"Entropy per {st.group_name}", steering_report.per_group(table, st)),
             ("Effects and p-values", steering_report.effects_view(effects))]
 

@@ -6,7 +6,9 @@ reports, ``compare`` and ``demo`` read their fields. (A geometry run's result is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+
+import numpy as np
 
 from analyses.geometry_result import GeometryResult
 from infotheory import Calibration
@@ -16,16 +18,63 @@ from interp.model import ModelInfo
 # ---------------------------------------------------------------- steering
 @dataclass(frozen=True)
 class EffectStat:
-    """The axis effect on one metric, its random null's mean, the p-value and z-score."""
+    """The axis effect on one metric against its control directions (one row of
+    ``effects.parquet``, :mod:`analyses.steering_stats`): the null's mean, the permutation p
+    (``at_floor``: p = 1/(n_null + 1), nothing smaller is attainable), its Holm adjustments over
+    all tests (``p_holm``) and over the primary family (``p_holm_primary``, NaN off it), the
+    z-score with its *parametric* normal p (``p_z``, ``p_z_holm_primary``), whether the test
+    is the condition's ``primary`` one and survives (``survives``: p_holm_primary ≤ 0.05;
+    ``survives_parametric``: p_z_holm_primary ≤ 0.05), and the energy (fraction of mean ‖x‖²)
+    the axis edit and the controls (mean) moved."""
 
     axis: float
     null_mean: float
     p: float
     z: float
+    n_null: int = 0
+    at_floor: bool = False
+    p_holm: float = float("nan")
+    p_z: float = float("nan")
+    primary: bool = False
+    p_holm_primary: float = float("nan")
+    p_z_holm_primary: float = float("nan")
+    survives: bool = False
+    survives_parametric: bool = False
+    energy_axis: float = float("nan")
+    energy_null: float = float("nan")
+
+    @classmethod
+    def of(cls, row: dict) -> EffectStat:
+        """From an ``effects.parquet`` record."""
+        flags = ("at_floor", "primary", "survives", "survives_parametric")
+        return cls(**{f.name: (bool(row[f.name]) if f.name in flags else
+                               int(row[f.name]) if f.name == "n_null" else float(row[f.name]))
+                      for f in fields(cls) if f.name in row})
+
+
+@dataclass(frozen=True)
+class ControlSet:
+    """A layer's control directions r: Var(x·r) / Var(x·u) over the fitted activations x (u:
+    the edit direction; min, median, max: 1 for a matched variance null) and the mean |cos|
+    between controls (near 1: they are nearly one direction, see
+    :data:`analyses.steering_nulls.CLUSTERED`)."""
+
+    variance_ratio_min: float
+    variance_ratio_median: float
+    variance_ratio_max: float
+    mean_abs_cos: float
+
+    @classmethod
+    def of(cls, ratios: object, mean_abs_cos: float) -> ControlSet:
+        r = np.asarray(ratios, dtype=np.float64)
+        return cls(float(r.min()), float(np.median(r)), float(r.max()), float(mean_abs_cos))
 
 
 @dataclass(frozen=True)
 class AxisInfo:
+    """A layer's fitted axis; ``sigma_raw``: std of x·u along the edit direction (the unit of a
+    shift)."""
+
     method: str
     pearson_h_model: float
     spearman_h_model: float
@@ -43,17 +92,27 @@ class Resume:
 
 @dataclass(frozen=True)
 class CleanScores:
+    """The clean pass; ``axis_corr``/``axis_proj_corr`` per layer (str): corr(x·u, H) and
+    Paper III's read-out corr(axis.project(x), H)."""
+
     mae: float
     corr: float
     kl_bayes: float
     h_model: float
     axis_corr: dict[str, float]
     per_group: dict[str, Calibration]
+    axis_proj_corr: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
 class SteerResult:
-    """``headline``: condition -> effect ("total", "direct") -> metric -> :class:`EffectStat`."""
+    """``headline``: condition -> effect ("total", "norm_frozen", "direct_path") -> metric ->
+    :class:`EffectStat`. ``null``/``edit_space``: the control directions and edit direction
+    (:mod:`analyses.steering_nulls`), ``controls`` per layer (their variance ratio to the axis
+    and spread); ``vocabulary``: what the next-token metrics read ("hypotheses" for a wind
+    tunnel, else "full"); ``survivors``: conditions whose ``primary`` test survives Holm over
+    the primary family (permutation p), ``survivors_parametric``: the same with the
+    parametric p."""
 
     model: str
     model_info: ModelInfo
@@ -64,13 +123,21 @@ class SteerResult:
     sites: list[str]
     positions: str
     n_random: int
-    direct: bool
+    norm_frozen: bool
+    direct_path: bool
+    null: str
+    edit_space: str
+    vocabulary: str
     fingerprint: str
     resume: Resume
     axes: dict[str, AxisInfo]
+    controls: dict[str, ControlSet]
     clean: CleanScores
     conditions: list[str]
     headline: dict[str, dict[str, dict[str, EffectStat]]]
+    primary: str
+    survivors: list[str]
+    survivors_parametric: list[str]
     wall_s: float
     clean_pass_s: float
     reused_conditions: int

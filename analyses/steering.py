@@ -3,23 +3,31 @@
 On prompts with an exact Bayes posterior over a few hypothesis tokens (SULA for a pretrained LLM,
 the model's own task for a wind tunnel; :class:`windtunnel.PosteriorPrompts`):
 
-1. a clean pass records, at each chosen layer ℓ, the final-token activations of the site
-   (``attn.ℓ.v`` by default), the model posterior (next token restricted to the hypotheses), the
-   residual stream entering the first edited layer and the final norm's scale
-   (:mod:`analyses.steering_passes`);
-2. per layer, the entropy axis is fitted to those activations and the model entropy
+1. a clean pass records, at each chosen layer ℓ, the final-token activations x of the site
+   (``attn.ℓ.v`` by default), the model posterior (next token restricted to the hypotheses) and
+   what the edited passes reuse (:mod:`analyses.steering_passes`);
+2. per layer, the entropy axis is fitted to x and the model entropy
    (:func:`probes.fit_entropy_axis`, PC1 of standardised activations by default, oriented so its
-   coordinate rises with entropy); edits use its raw-space readout direction u (a full cut makes
-   the axis coordinate constant) and σ = std(x·u);
+   coordinate rises with entropy);
+   edits go along its unit direction u in ``edit_space`` -- the raw-space readout direction
+   (default; a full cut makes the axis coordinate constant) or, as in Paper III's code, the
+   standardised PC1 used as a raw direction -- with σ = std(x·u);
 3. each condition edits every chosen layer at once: ``cut`` x − f(x·u)u for each fraction f
    (dose–response), ``keep_only`` (x·u)u, ``shift`` x + δσu for each δ; and the same edit along
-   ``n_random`` random directions per layer with u's norm, orthogonal to u (shifts use the axis'
-   σ, so every control moves activations by exactly as much);
-4. every pass is scored twice: the **total** effect, and the **direct** effect with the final
-   norm's scale frozen at its clean value (:mod:`interp.norm_freeze`);
-5. per condition and metric, the axis effect is compared with the random-direction null
-   (:func:`probes.null_test`: p = (1 + #{|null| ≥ |effect|}) / (n + 1)); metrics in
-   :mod:`analyses.steering_scores`.
+   ``n_random`` control directions per layer, orthogonal to u (``null``: ``variance``-matched
+   random directions by default, carrying Var(x·u); ``norm``-matched random ones; or the other
+   principal components ``pcs``; :mod:`analyses.steering_nulls`). Shifts move every direction by
+   the axis' δσ. The energy each edit moves, mean ‖x' − x‖² / mean ‖x‖² on x, is recorded for
+   the axis and every control;
+4. every pass is scored for its **total** effect, the **norm_frozen** effect (final norm's scale
+   frozen at its clean value, :mod:`interp.norm_freeze`) and, with ``direct_path`` (one layer
+   only), the **direct_path** effect (downstream components held clean); metrics in
+   :mod:`analyses.steering_scores` -- a wind tunnel's next-token metrics read only its trained
+   hypothesis logits;
+5. per condition, effect and metric, the axis effect is compared with its controls
+   (:func:`probes.null_test`: p = (1 + #{|null| ≥ |effect|}) / (n + 1), floor 1/(n + 1)), Holm-
+   adjusted over all tests and over the declared primary family (ΔKL(Bayes ‖ model), total
+   effect, one per condition), with a parametric z-test beside it (:mod:`analyses.steering_stats`).
 
 Each finished condition is a part (:class:`records.Parts`) under ``parts/``; a rerun with the
 same configuration, model and prompts resumes from there.
@@ -47,21 +55,21 @@ from analyses.options import (
     progress_option,
     seed_option,
 )
-from analyses.results import AxisInfo, CleanScores, EffectStat, Resume, SteerResult
-from analyses.steering_passes import Runner
-from analyses.steering_scores import (
-    CleanRef,
-    PassScores,
-    axis_corr,
-    conditions,
-    edit_directions,
-    effects_table,
-    score,
-    tidy,
+from analyses.results import (
+    AxisInfo,
+    CleanScores,
+    ControlSet,
+    EffectStat,
+    Resume,
+    SteerResult,
 )
+from analyses.steering_nulls import EDIT_SPACES, NULLS, LayerAxis, edit_directions, edit_energy
+from analyses.steering_passes import EFFECTS, Runner
+from analyses.steering_scores import CleanRef, PassScores, conditions, energy_rows, score, tidy
+from analyses.steering_stats import PRIMARY_EFFECT, PRIMARY_METRIC, effects_table
 from analyses.sula_prompts import pick_labels, sula_prompts
 from interp.sites import VECTOR_KINDS
-from probes import AxisProvenance, EntropyAxis, fit_entropy_axis, prompt_set_hash
+from probes import AxisProvenance, fit_entropy_axis, prompt_set_hash
 from records import (
     Parts,
     check_options,
@@ -102,9 +110,17 @@ class SteerConfig:
     keep_only: bool = option(True, "the keep-only condition", negate="--no-keep-only")
     shift_deltas: tuple[float, ...] = option((-2.0, -1.0, 1.0, 2.0), "shifts δ in units of σ",
                                              flag="--shift", parse=comma_floats)
-    n_random: int = option(20, "random control directions per layer", min=1)
-    direct: bool = option(True, "the direct effect (final-norm scale frozen)",
-                          negate="--no-direct")
+    n_random: int = option(20, "control directions per layer", min=1)
+    null: str = option("variance", "control directions: random with the axis' variance over "
+                       "the fitted activations, random with its norm, or the other PCs",
+                       choices=NULLS)
+    edit_space: str = option("readout", "edit along the axis' raw-space readout direction, or "
+                             "(Paper III's code) its standardised PC1 as a raw direction",
+                             choices=EDIT_SPACES)
+    norm_frozen: bool = option(True, "the norm-frozen effect (final-norm scale frozen)",
+                               negate="--no-norm-frozen")
+    direct_path: bool = option(False, "the direct-path effect (downstream components held "
+                               "clean; one edited layer)")
     seed: int = seed_option()
     n_per_k: int = option(50, "SULA prompts per k", min=1)
     sula_seed: int = option(42, "seed of the SULA draws", cli=False)
@@ -124,6 +140,10 @@ class SteerConfig:
             raise SteerError("cut fractions must be in (0, 2]; 0 is the clean run")
         if 0.0 in self.shift_deltas:
             raise SteerError("shift deltas must be finite and non-zero (δ = 0 is the clean run)")
+        if self.direct_path and len(self.layers) != 1:
+            raise SteerError("the direct-path effect is defined for one edited layer (with "
+                             "several, each layer's edit also reaches the others through the "
+                             "residual stream); give one layer or drop --direct-path")
 
 
 # ---------------------------------------------------------------- prompts
@@ -147,23 +167,27 @@ def posterior_prompts(cfg: SteerConfig, model: interp.InterpModel) -> PosteriorP
                         labels=lab, remap_labels=rem, ids=ids)
 
 
+#: the direct path needs logits = unembed(final_norm(final residual)) to this relative error
+HEAD_RTOL = 1e-4
+
+
 def fit_axes(acts: dict[int, np.ndarray], h: np.ndarray, sites: list[str], layers: list[int],
-             model: interp.InterpModel, pp: PosteriorPrompts, method: str, seed: int,
-             out: Path) -> tuple[dict[int, EntropyAxis], dict[int, float]]:
-    """Per layer, the entropy axis of the clean activations (saved under ``out/axes``) and the
-    std σ of the projection on its readout direction."""
-    axes, sigmas = {}, {}
+             model: interp.InterpModel, pp: PosteriorPrompts, cfg: SteerConfig,
+             out: Path) -> dict[int, LayerAxis]:
+    """Per layer, the entropy axis of the clean activations (saved under ``out/axes``) with its
+    edit direction in ``cfg.edit_space`` and σ."""
+    reads = {}
     for L, site in zip(layers, sites, strict=True):
         x = acts[L].astype(np.float64)
         prov = AxisProvenance(model=model.info.name, revision=model.info.revision, site=site,
                               layer=L, prompt_set=pp.name,
                               prompt_set_hash=prompt_set_hash([str(p) for p in pp.prompts]),
                               target="model posterior entropy over the hypotheses (bits)")
-        axes[L] = fit_entropy_axis(x, h, method=method, provenance=prov,  # type: ignore[arg-type]
-                                   seed=seed)
-        axes[L].save(out / "axes" / f"L{L}")
-        sigmas[L] = float((x @ axes[L].readout_direction).std(ddof=1))
-    return axes, sigmas
+        ax = fit_entropy_axis(x, h, method=cfg.axis_method, provenance=prov,  # type: ignore[arg-type]
+                              seed=cfg.seed)
+        ax.save(out / "axes" / f"L{L}")
+        reads[L] = LayerAxis.of(ax, x, cfg.edit_space)
+    return reads
 
 
 # ---------------------------------------------------------------- run
@@ -182,6 +206,7 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
     except interp.InterpError as e:
         raise SteerError(str(e)) from None
     pp = prompts if prompts is not None else posterior_prompts(cfg, m)
+    vocab = pp.hyp_ids if m.task is not None else None  # a wind tunnel: trained logits only
     settings = {k: v for k, v in asdict(cfg).items() if k not in ("out", "progress",
                                                                    "batch_size")}
     fp = fingerprint(settings, m.weights_digest(), [str(p) for p in pp.prompts],
@@ -189,18 +214,23 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
     out.mkdir(parents=True, exist_ok=True)
 
     sites = [interp.site_name(cfg.site, L) for L in layers]
-    runner = Runner(m, pp, sites, layers, batch_size=cfg.batch_size, direct=cfg.direct,
-                    progress=cfg.progress)
+    runner = Runner(m, pp, sites, layers, batch_size=cfg.batch_size, norm_frozen=cfg.norm_frozen,
+                    direct_path=cfg.direct_path, progress=cfg.progress)
     clean_out = runner.clean()
+    if runner.head_rel_error is not None and runner.head_rel_error > HEAD_RTOL:
+        raise SteerError(f"the direct path needs logits = output embedding(final norm(final "
+                         f"residual)); on this model they differ by {runner.head_rel_error:.2g} "
+                         "(relative), so drop --direct-path")
     t_clean = time.perf_counter() - t0
-    clean, h_clean = score(clean_out, pp, {}, None)
-    axes, sigmas = fit_axes(clean_out.acts, h_clean, sites, layers, m, pp, cfg.axis_method,
-                            cfg.seed, out)
-    units = {L: ax.readout_direction for L, ax in axes.items()}
-    clean.axis_corr = {L: axis_corr(clean_out.acts[L] @ units[L], h_clean, sigmas[L])
-                       for L in layers}
-    ref = CleanRef.of(clean_out)
-    directions = edit_directions(units, cfg.n_random, cfg.seed)
+    clean, h_clean = score(clean_out, pp, {}, None, vocab)
+    reads = fit_axes(clean_out.acts, h_clean, sites, layers, m, pp, cfg, out)
+    clean.read_axes(clean_out.acts, h_clean, reads)
+    ref = CleanRef.of(clean_out, vocab)
+    try:
+        directions = edit_directions(reads, clean_out.acts, cfg.null, cfg.n_random, cfg.seed)
+    except ValueError as e:
+        raise SteerError(str(e)) from None
+    sigmas = [reads[L].sigma for L in layers]
 
     parts = Parts(out / "parts")
     rows = tidy(clean, "clean", "clean", float("nan"), "none", "clean", pp.group_name)
@@ -217,14 +247,11 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
             continue
         crow: list[dict] = []
         for dname, dirs in directions:
-            ivs = cond.interventions(sites, dirs, [sigmas[L] for L in layers], cfg.positions)
-            total, direct = runner.edited(ivs)
-            for eff, po in (("total", total), ("direct", direct)):
-                if po is None:
-                    continue
-                if eff == "direct":
-                    po.acts = total.acts
-                s, _ = score(po, pp, {L: (units[L], sigmas[L]) for L in layers}, ref)
+            ivs = cond.interventions(sites, dirs, sigmas, cfg.positions)
+            crow += energy_rows({L: edit_energy(clean_out.acts[L], iv)
+                                 for L, iv in zip(layers, ivs, strict=True)}, cond, dname)
+            for eff, po in runner.edited(ivs).items():
+                s, _ = score(po, pp, reads, ref, vocab)
                 crow += tidy(s, cond.key, cond.kind, cond.param, dname, eff, pp.group_name)
             bar.update(1)
         parts.put(cond.key, fp, table=pd.DataFrame(crow))
@@ -234,25 +261,35 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
     table = pd.DataFrame(rows)
     for col in ("group", "layer"):
         table[col] = table[col].astype("Int64")
-    effects = effects_table(table, clean, layers[-1])
+    effects = effects_table(table, layers[-1])
+    effs = [e for e, on in zip(EFFECTS, (True, cfg.norm_frozen, cfg.direct_path), strict=True)
+            if on]
+    primary = effects[effects["primary"]] if len(effects) else effects
     result = SteerResult(
         model=m.info.name, model_info=m.info, task=pp.name, n_prompts=len(pp),
         group_name=pp.group_name, layers=layers, sites=sites, positions=cfg.positions,
-        n_random=cfg.n_random, direct=cfg.direct, fingerprint=fp,
+        n_random=cfg.n_random, norm_frozen=cfg.norm_frozen, direct_path=cfg.direct_path,
+        null=cfg.null, edit_space=cfg.edit_space,
+        vocabulary="hypotheses" if vocab is not None else "full", fingerprint=fp,
         resume=Resume(runner.start, runner.resumed, runner.resume_rel_error),
-        axes={str(L): AxisInfo(ax.method, ax.pearson, ax.spearman, ax.explained_variance_ratio,
-                               sigmas[L], ax.dim) for L, ax in axes.items()},
+        axes={str(L): AxisInfo(r.axis.method, r.axis.pearson, r.axis.spearman,
+                               r.axis.explained_variance_ratio, r.sigma, r.axis.dim)
+              for L, r in reads.items()},
+        controls={str(L): ControlSet.of(directions.ratios[L], directions.mean_abs_cos[L])
+                  for L in layers},
         clean=_clean(clean),
         conditions=[c.key for c in conds],
-        headline={c.key: {e: _headline(effects, c.key, e)
-                          for e in (("total", "direct") if cfg.direct else ("total",))}
-                  for c in conds},
+        headline={c.key: {e: _headline(effects, c.key, e) for e in effs} for c in conds},
+        primary=f"{PRIMARY_METRIC} ({PRIMARY_EFFECT} effect)",
+        survivors=[str(c) for c in primary[primary["survives"]]["condition"]],
+        survivors_parametric=[str(c) for c in
+                              primary[primary["survives_parametric"]]["condition"]],
         wall_s=round(time.perf_counter() - t0, 2), clean_pass_s=round(t_clean, 2),
         reused_conditions=reused)
     write_table(out / "table.parquet", table)
     write_table(out / "effects.parquet", effects)
     write_table(out / "prompts.parquet", pp.table().assign(
-        h_model_clean_bits=h_clean, **{f"axis_L{L}": clean_out.acts[L] @ units[L]
+        h_model_clean_bits=h_clean, **{f"axis_L{L}": clean_out.acts[L] @ reads[L].unit
                                        for L in layers}))
     manifest = run_manifest(seed=cfg.seed, dtype=m.info.dtype, model=m.info.to_dict(),
                             steer=asdict(cfg), fingerprint=fp)
@@ -266,10 +303,10 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
 
 def _clean(s: PassScores) -> CleanScores:
     return CleanScores(s.cal.mae, s.cal.corr, s.kl_bayes, s.cal.h_model,
-                       {str(k): v for k, v in s.axis_corr.items()}, s.per_group)
+                       {str(k): v for k, v in s.axis_corr.items()}, s.per_group,
+                       {str(k): v for k, v in s.axis_proj_corr.items()})
 
 
 def _headline(effects: pd.DataFrame, cond: str, effect: str) -> dict[str, EffectStat]:
     sel = effects[(effects["condition"] == cond) & (effects["effect"] == effect)]
-    return {r["metric"]: EffectStat(r["axis"], r["null_mean"], r["p"], r["z"])
-            for r in sel.to_dict("records")}
+    return {r["metric"]: EffectStat.of(r) for r in sel.to_dict("records")}

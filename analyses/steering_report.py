@@ -13,7 +13,10 @@ from plotly.subplots import make_subplots
 
 from analyses.report import html_report
 from analyses.results import SteerResult
+from analyses.steering_nulls import CLUSTERED
+from analyses.steering_passes import EFFECTS
 from analyses.steering_scores import RELATIVE_METRICS
+from analyses.steering_stats import p_text
 
 #: (kind, metric, y label) panels of the dose–response figure
 PANELS = (
@@ -35,8 +38,8 @@ def _change(table: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 
 def dose_response(table: pd.DataFrame) -> go.Figure:
-    """Axis effect (total and direct) against the random-direction null's 5–95 % band, for the
-    cut-fraction and shift-δ sweeps."""
+    """Axis effect (each effect: total, norm_frozen, direct_path) against the control
+    directions' 5–95 % band, for the cut-fraction and shift-δ sweeps."""
     fig = make_subplots(rows=2, cols=2, subplot_titles=[p[2] for p in PANELS])
     for i, (kind, metric, _label) in enumerate(PANELS):
         r, c = divmod(i, 2)
@@ -44,7 +47,7 @@ def dose_response(table: pd.DataFrame) -> go.Figure:
         t = t[t["kind"] == kind]
         if t.empty:
             continue
-        for eff, dash in (("total", None), ("direct", "dot")):
+        for eff, dash in zip(EFFECTS, (None, "dot", "dash"), strict=True):
             e = t[t["effect"] == eff]
             if e.empty:
                 continue
@@ -53,7 +56,7 @@ def dose_response(table: pd.DataFrame) -> go.Figure:
             xs = lo.index.to_numpy()
             fig.add_scatter(x=np.r_[xs, xs[::-1]], y=np.r_[hi.to_numpy(), lo.to_numpy()[::-1]],
                             fill="toself", line={"width": 0}, opacity=0.25,
-                            name=f"random 5–95 % ({eff})", legendgroup=f"null-{eff}",
+                            name=f"controls 5–95 % ({eff})", legendgroup=f"null-{eff}",
                             showlegend=i == 0, row=r + 1, col=c + 1)
             a = e[e["direction"] == "axis"].sort_values("param")
             fig.add_scatter(x=a["param"], y=a["change"], mode="lines+markers",
@@ -90,51 +93,148 @@ def per_group(table: pd.DataFrame, result: SteerResult) -> go.Figure:
 
 
 def effects_view(effects: pd.DataFrame) -> pd.DataFrame:
+    """The effects table for reading: raw p (floor shown as "≤ 1/(n+1)"), its Holm adjustments,
+    the parametric z-test (labelled so), survival of the primary test and the energies moved."""
     keep = ["d_mae", "d_corr", "d_kl_bayes", "d_h_model", "kl_clean", "top1_flip",
-            "d_axis_corr"]
-    e = effects[effects["metric"].isin(keep)]
-    return e[["condition", "effect", "metric", "axis", "null_mean", "null_std", "p", "z"]]
+            "d_axis_corr", "d_axis_proj_corr"]
+    e = effects[effects["metric"].isin(keep)].copy()
+    if e.empty:
+        return e
+    e["p"] = [p_text(p, n, f) for p, n, f in zip(e["p"], e["n_null"], e["at_floor"],
+                                                 strict=True)]
+    e = e.rename(columns={"p_z": "p_z (parametric)",
+                          "p_z_holm_primary": "p_z_holm_primary (parametric)"})
+    return e[["condition", "effect", "metric", "axis", "null_mean", "null_std", "p", "p_holm",
+              "primary", "p_holm_primary", "survives", "z", "p_z (parametric)",
+              "p_z_holm_primary (parametric)", "survives_parametric", "energy_axis",
+              "energy_null"]]
+
+
+NULL_TEXT = {"variance": "random directions orthogonal to the axis carrying its variance over "
+                         "the fitted activations",
+             "norm": "random directions orthogonal to the axis with its norm (not its "
+                     "variance: a top-variance axis moves more than they can)",
+             "pcs": "the other principal components of the standardised activations, "
+                    "orthogonalised against the axis"}
+EDIT_TEXT = {"readout": "the axis' raw-space readout direction",
+             "standardised": "the axis' standardised PC1 used as a raw direction (Paper III's "
+                             "code)"}
+
+
+def setup_text(r: SteerResult) -> str:
+    """What was edited, against which null, and how the p-values read (report and summary)."""
+    ratios = "; ".join(f"L{k} {v.variance_ratio_min:.2f}–{v.variance_ratio_max:.2f} (median "
+                       f"{v.variance_ratio_median:.2f}), mean |cos| between controls "
+                       f"{v.mean_abs_cos:.2f}" for k, v in r.controls.items())
+    vocab = ("next-token metrics (kl_clean, top1_flip, dh_next) read the hypothesis tokens "
+             "only, the logits a wind tunnel was trained on" if r.vocabulary == "hypotheses"
+             else "next-token metrics read the full vocabulary")
+    effects = ["total"] + (["norm_frozen: final-norm scale frozen at its clean value"]
+                           if r.norm_frozen else [])
+    if r.direct_path:
+        effects.append("direct_path: downstream components held clean (path patching)")
+    return (f"Edits along {EDIT_TEXT.get(r.edit_space, r.edit_space)} at "
+            f"{', '.join(r.sites)} ({r.positions} positions), against {r.n_random} controls "
+            f"per layer: {NULL_TEXT.get(r.null, r.null)}; control variance / axis variance: "
+            f"{ratios}. Energy = mean ‖x' − x‖² / mean ‖x‖² on the fitted activations. "
+            f"Effects: {'; '.join(effects)}. {vocab.capitalize()}. p = (1 + #{{|control| ≥ "
+            f"|axis|}}) / (n + 1), never below ≤ 1/{r.n_random + 1}; Holm over all tests "
+            f"(p_holm) and over the primary family, {r.primary}, one test per condition "
+            "(p_holm_primary); z against the controls with a parametric normal p (p_z). "
+            "axis_corr = corr(x'·u, H) cannot move under a cut (NaN after a full one); "
+            "axis_proj_corr is Paper III's read-out, corr(axis.project(x'), H). "
+            + control_caveats(r))
+
+
+def control_caveats(r: SteerResult) -> str:
+    """Plain warnings where the controls fall short of the null they stand for: variance not
+    matched (the variance null could not reach the axis' variance) or controls clustered."""
+    out = []
+    for k, c in r.controls.items():
+        if r.null == "variance" and not 0.99 <= c.variance_ratio_min <= c.variance_ratio_max \
+                <= 1.01:
+            out.append(f"L{k}: no direction orthogonal to the axis carries its variance; the "
+                       f"controls carry {c.variance_ratio_median:.2f} of it, so they move less "
+                       "than the axis (compare the energies).")
+        if np.isfinite(c.mean_abs_cos) and c.mean_abs_cos > CLUSTERED:
+            out.append(f"L{k}: the controls are nearly one direction (mean |cos| "
+                       f"{c.mean_abs_cos:.2f}): their spread is small, so z and the parametric "
+                       "p overstate significance; read the effects against the energies.")
+    return " ".join(out)
 
 
 def write_report(path: Path, result: SteerResult, table: pd.DataFrame,
                  effects: pd.DataFrame, manifest: dict[str, Any]) -> Path:
     c = result.clean
-    intro = (f"{result.model} on {result.task} ({result.n_prompts} prompts); edits at "
-             f"{', '.join(result.sites)} ({result.positions} positions) against "
-             f"{result.n_random} random directions per layer (norm-matched, orthogonal to "
-             f"the axis). Clean: calibration MAE {c.mae:.3f} bits, corr(H_model, H_Bayes) "
-             f"{_f(c.corr, 3)}, KL(Bayes ‖ model) {c.kl_bayes:.3f} bits. p-values: "
-             "(1 + #{|random| ≥ |axis|}) / (n + 1). 'direct' freezes the final norm's scale at "
-             "its clean value.")
+    intro = (f"{result.model} on {result.task} ({result.n_prompts} prompts). "
+             + setup_text(result) + f" Clean: calibration MAE {c.mae:.3f} bits, "
+             f"corr(H_model, H_Bayes) {_f(c.corr, 3)}, KL(Bayes ‖ model) {c.kl_bayes:.3f} "
+             "bits. " + survival_text(result))
     return html_report(path, f"bayesgeom steer: {result.model}", [
         ("Set-up", intro),
-        ("Dose–response against random directions", dose_response(table)),
+        ("Dose–response against control directions", dose_response(table)),
         (f"Entropy per {result.group_name}", per_group(table, result)),
         ("Effects and p-values", effects_view(effects)),
     ], manifest)
 
 
+def survival_text(s: SteerResult) -> str:
+    """Which conditions' primary test survives multiplicity adjustment, plainly."""
+    n = len(s.conditions)
+    floor = 1 / (s.n_random + 1)
+    perm = ", ".join(s.survivors) or "none"
+    par = ", ".join(s.survivors_parametric) or "none"
+    text = (f"Primary test {s.primary}, Holm over {n} condition(s) at 0.05: survives with "
+            f"the permutation p: {perm}; with the parametric z-test: {par}.")
+    if floor * n > 0.05:
+        text += (f" (With {s.n_random} controls the smallest permutation p is 1/"
+                 f"{s.n_random + 1} = {floor:.3f}, and Holm over {n} needs ≤ {0.05 / n:.4f}: "
+                 "no permutation test can survive; use more controls.)")
+    return text
+
+
 def format_summary(s: SteerResult) -> str:
-    """A compact terminal table: per condition, the total (and direct) effect on calibration
-    MAE, KL to the clean distribution and top-1 flips, each with its p against the null."""
+    """A compact terminal table: per condition and effect, the axis effect on calibration MAE,
+    KL to the exact posterior and to the clean distribution (each with its raw p, "≤ 1/(n+1)"
+    at the floor), flips, the axis read-outs and the energy moved by the axis vs the controls;
+    then which primary tests survive adjustment."""
     c = s.clean
-    head = (f"{s.model} · {s.task} · {s.n_prompts} prompts · sites "
-            f"{', '.join(s.sites)} · {s.n_random} random directions\n"
+    head = (f"{s.model} · {s.task} · {s.n_prompts} prompts · sites {', '.join(s.sites)} · "
+            f"{s.n_random} {s.null} controls · edit {s.edit_space}"
+            + (" · next-token metrics on the hypothesis tokens only"
+               if s.vocabulary == "hypotheses" else "") + "\n"
             f"clean: MAE {_f(c.mae)} bits, corr(H_model, H_Bayes) {_f(c.corr)}, "
             f"KL(Bayes‖model) {_f(c.kl_bayes)} bits, axis corr "
-            + ", ".join(f"L{k} {_f(v)}" for k, v in c.axis_corr.items()))
-    lines = [head, f"{'condition':<12} {'effect':<7} {'ΔMAE bits (p)':>18} "
-             f"{'ΔKL→Bayes (p)':>18} {'KL→clean (p)':>18} {'flips':>6} {'Δaxis corr':>11}"]
+            + ", ".join(f"L{k} {_f(v)}" for k, v in c.axis_corr.items())
+            + "; control/axis variance " + ", ".join(
+                f"L{k} {v.variance_ratio_min:.2f}–{v.variance_ratio_max:.2f} (mean |cos| "
+                f"{v.mean_abs_cos:.2f})" for k, v in s.controls.items()))
+    lines = [head, f"{'condition':<12} {'effect':<11} {'ΔMAE bits (p)':>20} "
+             f"{'ΔKL→Bayes (p)':>20} {'KL→clean (p)':>20} {'flips':>6} {'Δaxis corr':>11} "
+             f"{'ΔP3 read-out':>12} {'energy axis/ctrl':>17}"]
     for cond, effs in s.headline.items():
         for eff, mets in effs.items():
             def cell(k: str, mets: dict = mets) -> str:
                 r = mets.get(k)
-                return f"{_f(r.axis if r else None)} ({_f(r.p if r else None, 2)})"
-            flips = mets["top1_flip"].axis if "top1_flip" in mets else None
-            dax = mets["d_axis_corr"].axis if "d_axis_corr" in mets else None
-            lines.append(f"{cond:<12} {eff:<7} {cell('d_mae'):>18} {cell('d_kl_bayes'):>18} "
-                         f"{cell('kl_clean'):>18} {_f(flips, 2):>6} {_f(dax, 2):>11}")
-    return "\n".join(lines)
+                if r is None:
+                    return "n/a"
+                return f"{_f(r.axis)} ({p_text(r.p, r.n_null, r.at_floor)})"
+
+            def val(k: str, mets: dict = mets) -> float | None:
+                return mets[k].axis if k in mets else None
+
+            any_stat = next(iter(mets.values()), None)
+            energy = (f"{_f(any_stat.energy_axis, 4)}/{_f(any_stat.energy_null, 4)}"
+                      if any_stat else "n/a")
+            lines.append(f"{cond:<12} {eff:<11} {cell('d_mae'):>20} {cell('d_kl_bayes'):>20} "
+                         f"{cell('kl_clean'):>20} {_f(val('top1_flip'), 2):>6} "
+                         f"{_f(val('d_axis_corr'), 2):>11} {_f(val('d_axis_proj_corr'), 2):>12}"
+                         f" {energy:>17}")
+    lines.append("P3 read-out: Paper III's corr(axis.project(x'), H); energy: mean ‖x'−x‖² / "
+                 "mean ‖x‖²; p: permutation against the controls, unadjusted.")
+    lines.append(survival_text(s))
+    caveats = control_caveats(s)
+    return "\n".join([*lines, caveats] if caveats else lines)
 
 
 def _f(x: float | None, nd: int = 3) -> str:

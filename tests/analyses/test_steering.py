@@ -1,6 +1,9 @@
-"""Steering experiments: the controls (norm-matched, orthogonal), δ = 0 is a no-op, direct =
-total for an edit the final norm cannot see, end-to-end runs on a wind tunnel and a tiny Llama
-(files, p-values, resume and reproducibility), the CLI and bad input."""
+"""Steering experiments: the control directions (orthogonal; variance-, norm- or PC-matched), a
+planted positive and negative control for the null, edit energies, δ = 0 is a no-op,
+norm-frozen = total for an edit the final norm cannot see, the direct path against a manual
+computation, a wind tunnel's next-token metrics on its hypothesis tokens only, end-to-end runs on
+a wind tunnel and a tiny Llama (files, p-values, adjustment, resume and reproducibility), the
+CLI and bad input."""
 
 from __future__ import annotations
 
@@ -14,8 +17,12 @@ import torch
 import interp
 from analyses.cli import main
 from analyses.steering import SteerConfig, SteerError, run_steer
-from analyses.steering_passes import Runner
-from analyses.steering_scores import Condition, edit_directions
+from analyses.steering_nulls import LayerAxis, edit_directions, edit_energy
+from analyses.steering_passes import PassOutput, Runner
+from analyses.steering_report import format_summary
+from analyses.steering_scores import CleanRef, Condition, score, tidy
+from analyses.steering_stats import effects_table
+from probes import AxisProvenance, EntropyAxis, fit_entropy_axis, holm
 from windtunnel import PosteriorPrompts
 
 SMALL = dict(n_random=4, n_prompts=48, cut_fractions=(0.5, 1.0), shift_deltas=(-1.0, 1.0),
@@ -33,22 +40,158 @@ def _text_prompts(model: interp.InterpModel, n: int = 24) -> PosteriorPrompts:
                             group_name="k")
 
 
-def test_random_controls_are_orthogonal_and_norm_matched():
+def _planted(seed: int = 0, n: int = 400, d: int = 12) -> tuple[np.ndarray, LayerAxis]:
+    """Centred activations [n, d] with variances 12, 9, 8, 6, 1, ... along random orthogonal
+    directions; the planted axis is the variance-9 one (not the top PC)."""
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    x = rng.normal(size=(n, d)) * np.sqrt([12.0, 9.0, 8.0, 6.0] + [1.0] * (d - 4)) @ q.T
+    x -= x.mean(0)
+    ax = EntropyAxis(direction=q[:, 1], mean=np.zeros(d), scale=None, sigma=3.0,
+                     method="planted", n=n, pearson=1.0, spearman=1.0,
+                     explained_variance_ratio=None, provenance=AxisProvenance())
+    return x, LayerAxis.of(ax, x, "readout")
+
+
+def _planted_effect(x: np.ndarray, la: LayerAxis, null: str, metric: str, readout,
+                    ) -> dict:
+    """The effects row of a full cut along the axis vs ``null`` controls, for an output
+    ``readout(x') -> value``, through the experiment's own direction builder, edit functions
+    and effects table."""
+    dirs = edit_directions({0: la}, {0: x}, null, 20, seed=0)
+    cond = Condition("cut", 1.0)
+    base = {"kind": "cut", "param": 1.0, "group": None, "layer": None, "metric": metric}
+    rows = [base | {"condition": "clean", "direction": "none", "effect": "clean",
+                    "value": readout(x)}]
+    for name, (d,) in dirs:
+        (iv,) = cond.interventions(["s"], [d], [la.sigma], "all")
+        xe = iv.edit(torch.as_tensor(x), (d / d.norm()).double()).numpy()
+        rows.append(base | {"condition": cond.key, "direction": name, "effect": "total",
+                            "value": readout(xe)})
+        rows.append(base | {"condition": cond.key, "direction": name, "effect": "edit",
+                            "metric": "edit_energy", "layer": 0, "value": edit_energy(x, iv)})
+    eff = effects_table(pd.DataFrame(rows), head_layer=0)
+    return eff[eff["metric"] == f"d_{metric}"].iloc[0].to_dict()
+
+
+def test_planted_positive_control_is_significant_against_the_variance_null():
+    """The output reads the axis (a two-hypothesis posterior from x·u): cutting it moves the
+    distance to the exact posterior, cutting equally large directions does not."""
+    x, la = _planted()
+    u = la.unit
+    bayes = 1 / (1 + np.exp(-x @ u))
+
+    def kl_bayes(xe: np.ndarray) -> float:
+        q = np.clip(1 / (1 + np.exp(-xe @ u)), 1e-12, 1 - 1e-12)
+        return float(np.mean(bayes * np.log(bayes / q) + (1 - bayes) * np.log((1 - bayes)
+                                                                              / (1 - q))))
+
+    r = _planted_effect(x, la, "variance", "kl_bayes", kl_bayes)
+    assert r["p"] == pytest.approx(1 / 21) and r["at_floor"]
+    assert r["primary"] and r["p_holm_primary"] <= 0.05 and r["survives"]
+    assert r["energy_axis"] == pytest.approx(r["energy_null"], rel=1e-5)
+
+
+def test_planted_negative_control_is_not_significant_against_the_variance_null():
+    """The output depends on the activations only through their energy (their mean squared
+    norm, as any direction does): the axis is special only in carrying much variance. Against
+    norm-matched controls a full cut looks highly significant; against variance-matched ones it
+    does not. (The match is in variance, the energy a cut removes on average: a readout
+    nonlinear in each row's norm can still tell an eigen-direction from a mixed control.)"""
+    x, la = _planted()
+
+    def power(xe: np.ndarray) -> float:
+        return float(np.mean((xe ** 2).sum(1)))
+
+    var = _planted_effect(x, la, "variance", "h_model", power)
+    norm = _planted_effect(x, la, "norm", "h_model", power)
+    assert norm["p"] == pytest.approx(1 / 21) and norm["at_floor"]  # the reviewer's finding
+    assert norm["energy_axis"] > 2 * norm["energy_null"]
+    assert var["p"] > 0.2 and not var["at_floor"] and not var["survives_parametric"]
+    assert var["energy_axis"] == pytest.approx(var["energy_null"], rel=1e-5)
+
+
+@pytest.mark.parametrize("null", ["variance", "norm", "pcs"])
+def test_control_directions_are_orthogonal_unit_and_reproducible(null):
     rng = np.random.default_rng(1)
-    units = {L: (v := rng.normal(size=40)) / np.linalg.norm(v) for L in (3, 7)}
-    dirs = edit_directions(units, 12, seed=0)
-    assert [n for n, _ in dirs] == ["axis", *(f"random-{i}" for i in range(12))]
+    acts = {L: rng.normal(size=(60, 40)) * np.linspace(3, 0.2, 40) for L in (3, 7)}
+    h = {L: acts[L][:, 5] + rng.normal(size=60) for L in (3, 7)}
+    reads = {L: LayerAxis.of(fit_entropy_axis(acts[L], h[L]), acts[L], "readout")
+             for L in (3, 7)}
+    dirs = edit_directions(reads, acts, null, 12, seed=0)
+    assert dirs.names == ["axis", *(f"control-{i}" for i in range(12))]
     for i, L in enumerate((3, 7)):
-        u = torch.as_tensor(units[L])
-        for _, per_layer in dirs[1:]:
-            r = per_layer[i].double()
-            assert abs(float(r @ u)) < 1e-6
-            assert float(r.norm()) == pytest.approx(1.0, abs=1e-6)
-        rs = torch.stack([d[i] for _, d in dirs[1:]]).double()
-        assert (rs @ rs.T - torch.eye(12)).abs().max() < 0.9  # distinct directions
-    again = edit_directions(units, 12, seed=0)
-    for (_, x), (_, y) in zip(dirs, again, strict=True):
-        assert all(torch.equal(a, b) for a, b in zip(x, y, strict=True))
+        u = torch.as_tensor(reads[L].unit)
+        rs = torch.stack([d[i] for _, d in list(dirs)[1:]]).double()
+        assert (rs @ u).abs().max() < 1e-6
+        torch.testing.assert_close(rs.norm(dim=1), torch.ones(12, dtype=torch.float64))
+        assert (rs @ rs.T - torch.eye(12)).abs().max() < 0.95  # distinct directions
+        if null == "variance":
+            np.testing.assert_allclose(dirs.ratios[L], 1.0, rtol=1e-6)
+        if null == "pcs":  # the principal components are orthogonal in the standardised space
+            z = torch.as_tensor(reads[L].axis.scale) * rs
+            z = z / z.norm(dim=1, keepdim=True)
+            assert (z[0] @ z[1]).abs() < 0.95
+    again = edit_directions(reads, acts, null, 12, seed=0)
+    for (_, a), (_, b) in zip(dirs, again, strict=True):
+        assert all(torch.equal(p, q) for p, q in zip(a, b, strict=True))
+
+
+def test_edit_energy_of_a_full_cut_is_the_share_of_the_axis():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(50, 8)) + 1.0
+    u = rng.normal(size=8)
+    u /= np.linalg.norm(u)
+    (cut,) = Condition("cut", 1.0).interventions(["s"], [torch.as_tensor(3 * u)], [1.0], "all")
+    assert edit_energy(x, cut) == pytest.approx(np.mean((x @ u) ** 2) / np.mean((x ** 2).sum(1)))
+    (half,) = Condition("cut", 0.5).interventions(["s"], [torch.as_tensor(u)], [1.0], "all")
+    assert edit_energy(x, half) == pytest.approx(0.25 * edit_energy(x, cut))
+    (sh,) = Condition("shift", 2.0).interventions(["s"], [torch.as_tensor(u)], [1.5], "all")
+    assert edit_energy(x, sh) == pytest.approx(9.0 / np.mean((x ** 2).sum(1)))
+
+
+def test_edit_space_standardised_lets_paper_iiis_read_out_move():
+    """A full cut along the readout direction makes the axis coordinate constant (both
+    read-outs undefined); along the standardised PC1 used as a raw direction (Paper III's code)
+    the standardised projection still varies and its correlation with H moves."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(300, 6)) * [5.0, 1.0, 0.3, 2.0, 1.0, 0.5]
+    x[:, 1] += 0.8 * x[:, 0] / 5
+    hh = x[:, 0] / 5 + 0.5 * x[:, 1] + 0.3 * rng.normal(size=300)
+    ax = fit_entropy_axis(x, hh)
+    for space, moves in (("readout", False), ("standardised", True)):
+        la = LayerAxis.of(ax, x, space)
+        (cut,) = Condition("cut", 1.0).interventions(["s"], [torch.as_tensor(la.unit)], [1.0],
+                                                     "all")
+        xe = cut.edit(torch.as_tensor(x), torch.as_tensor(la.unit)).numpy()
+        assert np.isnan(la.coordinate_corr(xe, hh))  # x'·u is constant after a full cut
+        before, after = la.projection_corr(x, hh), la.projection_corr(xe, hh)
+        assert before == pytest.approx(ax.pearson)
+        assert np.isfinite(after) == moves
+        if moves:
+            assert abs(after - before) > 0.05
+
+
+def test_windtunnel_vocabulary_metrics_read_only_the_hypothesis_tokens():
+    """A huge logit on a token outside the hypotheses (never trained in a wind tunnel) changes
+    nothing the wind-tunnel metrics read, and everything the full-vocabulary ones read."""
+    n = 4
+    pp = PosteriorPrompts(name="toy", prompts=[f"p{i}" for i in range(n)],
+                          hyp_ids=np.tile([1, 2], (n, 1)), bayes=np.full((n, 2), 0.5),
+                          group=np.zeros(n, int), group_name="q")
+    clean = torch.randn(n, 8, generator=torch.Generator().manual_seed(0))
+    clean[:, 5] = -5.0
+    edited = clean.clone()
+    edited[:, 5] = 100.0
+    for vocab, sees in ((pp.hyp_ids, False), (None, True)):
+        s, _ = score(PassOutput(edited), pp, {}, CleanRef.of(PassOutput(clean), vocab), vocab)
+        assert (s.kl_clean > 1.0) == sees and (s.top1_flip == 1.0) == sees
+        assert (abs(s.dh_next) > 0.5) == sees
+        if not sees:
+            assert s.kl_clean == pytest.approx(0, abs=1e-12) and s.top1_flip == 0
+            assert s.dh_next == pytest.approx(0, abs=1e-12)
+    rows = tidy(s, "c", "cut", 1.0, "axis", "total", "q")
+    assert {r["metric"] for r in rows} >= {"kl_clean", "top1_flip", "dh_next"}
 
 
 @pytest.mark.parametrize("site", ["attn.v", "resid_post"])
@@ -56,37 +199,85 @@ def test_zero_shift_leaves_logits_unchanged(text_models, site):
     m = interp.load(text_models["llama"])
     pp = _text_prompts(m)
     site_name = interp.site_name(site, 1)
-    runner = Runner(m, pp, [site_name], [1], batch_size=16, direct=True, progress=False)
+    runner = Runner(m, pp, [site_name], [1], batch_size=16, norm_frozen=True, direct_path=True,
+                    progress=False)
     clean = runner.clean()
-    assert runner.resumed and runner.resume_rel_error < 1e-6
+    assert runner.resumed and runner.resume_rel_error < 1e-6 and runner.head_rel_error < 1e-5
     d = clean.acts[1].shape[1]
     u = torch.randn(d, generator=torch.Generator().manual_seed(0))
     ivs = Condition("shift", 0.0).interventions(runner.sites, [u], [1.7], "all")
-    total, direct = runner.edited(ivs)
-    torch.testing.assert_close(total.logits, clean.logits, atol=1e-6, rtol=1e-6)
-    torch.testing.assert_close(direct.logits, clean.logits, atol=1e-6, rtol=1e-6)
+    passes = runner.edited(ivs)
+    assert list(passes) == ["total", "norm_frozen", "direct_path"]
+    for po in passes.values():
+        torch.testing.assert_close(po.logits, clean.logits, atol=1e-5, rtol=1e-5)
     shift = Condition("shift", 2.0).interventions(runner.sites, [u], [1.7], "all")
-    moved, _ = runner.edited(shift)
+    moved = runner.edited(shift)["total"]
     assert (moved.logits - clean.logits).abs().max() > 1e-4
 
 
-def test_direct_equals_total_for_an_edit_the_norm_cannot_see(text_models, tmp_path):
+def test_direct_path_is_the_layer_output_change_through_the_clean_head(text_models):
+    """Direct path at a value edit of the last layer: unembed(norm(h_clean + Δattn_out)) at the
+    final token, computed here by hand with the model's own modules; it leaves out the edited
+    layer's MLP, so it differs from the total effect. For an edit of the final residual stream
+    itself there is nothing downstream to hold: direct path = total."""
+    m = interp.load(text_models["llama"])
+    pp = _text_prompts(m, 12)
+    u = torch.randn(2 * 8, generator=torch.Generator().manual_seed(1))
+    runner = Runner(m, pp, ["attn.1.v"], [1], batch_size=5, norm_frozen=False,
+                    direct_path=True, progress=False)
+    runner.clean()
+    (iv,) = Condition("cut", 1.0).interventions(["attn.1.v"], [u], [1.0], "all")
+    passes = runner.edited([iv])
+    assert set(passes) == {"total", "direct_path"}
+
+    tokens, _ = m.encode(pp.prompts)
+    batch = m.batch(tokens, list(range(len(tokens))))
+    got: dict[str, torch.Tensor] = {}
+
+    def keep(name: str):
+        return lambda x: got.__setitem__(name, x[:, -1].detach().clone())
+
+    with m.hooks([("resid_post.1", keep("h")), ("attn_out.1", keep("clean"))]):
+        m.forward(batch)
+    with m.intervene(iv), m.hooks([("attn_out.1", keep("edited"))]):
+        m.forward(batch)
+    with torch.no_grad():
+        manual = m.hf.lm_head(m.hf.model.norm(got["h"] + got["edited"] - got["clean"]))
+    torch.testing.assert_close(passes["direct_path"].logits, manual.float(), atol=2e-5,
+                               rtol=1e-4)
+    assert (passes["direct_path"].logits - passes["total"].logits).abs().max() > 1e-4
+
+    final = Runner(m, pp, ["resid_post.1"], [1], batch_size=5, norm_frozen=False,
+                   direct_path=True, progress=False)
+    final.clean()
+    (iv,) = Condition("shift", 2.0).interventions(["resid_post.1"], [torch.ones(32)], [1.0],
+                                                  "all")
+    passes = final.edited([iv])
+    torch.testing.assert_close(passes["direct_path"].logits, passes["total"].logits,
+                               atol=2e-5, rtol=1e-4)
+
+
+def test_norm_frozen_equals_total_for_an_edit_the_norm_cannot_see(text_models, tmp_path):
     """RMSNorm divides by the RMS of the final residual; reflecting that residual through the
-    hyperplane orthogonal to any axis (a cut with fraction 2) keeps its RMS, so the frozen-scale
-    direct effect equals the total effect for the axis and every control. A hard cut (fraction 1)
-    changes the RMS, and there they differ."""
+    hyperplane orthogonal to any axis (a cut with fraction 2) keeps its RMS, so the norm-frozen
+    effect equals the total effect for the axis and every control. A hard cut (fraction 1)
+    changes the RMS, and there they differ. (The direct path, with nothing downstream of the
+    final residual, equals the total effect.)"""
     m = interp.load(text_models["llama"])
     cfg = SteerConfig(out=tmp_path / "s", site="resid_post", layers=(-1,), positions="last",
                       cut_fractions=(1.0, 2.0), keep_only=False, shift_deltas=(), n_random=3,
-                      batch_size=8, progress=False)
-    run_steer(cfg, model=m, prompts=_text_prompts(m))
+                      direct_path=True, batch_size=8, progress=False)
+    s = run_steer(cfg, model=m, prompts=_text_prompts(m))
+    assert set(s.headline["cut+1"]) == {"total", "norm_frozen", "direct_path"}
+    assert s.vocabulary == "full"  # a text model: the whole next-token distribution
     t = pd.read_parquet(tmp_path / "s" / "table.parquet")
     t = t[(t["metric"] == "kl_clean") & t["group"].isna()]
     wide = t.pivot_table(index=["condition", "direction"], columns="effect", values="value")
     refl, hard = wide.loc["cut+2"], wide.loc["cut+1"]
     assert (refl["total"] > 1e-4).all()
-    np.testing.assert_allclose(refl["direct"], refl["total"], rtol=1e-3, atol=1e-7)
-    assert (np.abs(hard["direct"] - hard["total"]) > 1e-4 * hard["total"]).any()
+    np.testing.assert_allclose(refl["norm_frozen"], refl["total"], rtol=1e-3, atol=1e-7)
+    assert (np.abs(hard["norm_frozen"] - hard["total"]) > 1e-4 * hard["total"]).any()
+    np.testing.assert_allclose(wide["direct_path"], wide["total"], rtol=1e-3, atol=1e-6)
 
 
 def test_windtunnel_run_end_to_end_resumes_and_reproduces(windtunnel_run, tmp_path):
@@ -99,10 +290,38 @@ def test_windtunnel_run_end_to_end_resumes_and_reproduces(windtunnel_run, tmp_pa
     assert s.task == "bijection" and s.group_name == "q" and s.layers == [1]
     assert s.resume.used and s.reused_conditions == 0
     assert s.conditions == ["cut+0.5", "cut+1", "keep_only", "shift-1", "shift+1"]
+    assert s.vocabulary == "hypotheses" and s.null == "variance" and s.edit_space == "readout"
     eff = pd.read_parquet(out / "effects.parquet")
-    assert set(eff["effect"]) == {"total", "direct"}
-    # every p-value is recomputed from the per-direction rows of the table, independently
+    assert set(eff["effect"]) == {"total", "norm_frozen"}
+    # adjusted p-values: Holm over every test, and over the primary family only
+    np.testing.assert_allclose(eff["p_holm"], holm(eff["p"].to_numpy()))
+    prim = eff[eff["primary"]]
+    assert list(prim["condition"]) == s.conditions
+    assert set(prim["metric"]) == {"d_kl_bayes"} and set(prim["effect"]) == {"total"}
+    np.testing.assert_allclose(prim["p_holm_primary"], holm(prim["p"].to_numpy()))
+    np.testing.assert_allclose(prim["p_z_holm_primary"], holm(prim["p_z"].to_numpy()))
+    assert eff[~eff["primary"]]["p_holm_primary"].isna().all()
+    assert (eff["survives"] == (eff["p_holm_primary"] <= 0.05)).all()
+    assert s.survivors == list(prim[prim["survives"]]["condition"])
+    assert eff["at_floor"].equals(eff["p"] <= 1 / 5 + 1e-12)
+    # the controls carry the axis' variance (or the closest achievable, recorded) and every
+    # edit's energy is in the table and the effects
+    c = s.controls["1"]
+    assert c.variance_ratio_min <= c.variance_ratio_median <= c.variance_ratio_max <= 1 + 1e-6
+    assert 0 <= c.mean_abs_cos <= 1
     t = pd.read_parquet(out / "table.parquet")
+    en = t[t["metric"] == "edit_energy"]
+    assert set(en["effect"]) == {"edit"} and len(en) == 5 * 5  # conditions × directions
+    full_cut = en[(en["condition"] == "cut+1") & (en["direction"] == "axis")]["value"].item()
+    assert full_cut > 0 and np.isfinite(eff["energy_axis"]).all()
+    assert s.headline["cut+1"]["total"]["d_kl_bayes"].energy_axis == pytest.approx(full_cut)
+    shifts = en[en["kind"] == "shift"].groupby("condition")["value"]
+    assert (shifts.max() - shifts.min()).max() < 1e-9  # a shift adds (δσ)² along any direction
+    text = format_summary(s)
+    assert "Holm" in text and "survives" in text and "hypothesis tokens only" in text
+    if eff["at_floor"].any():
+        assert "≤ 1/5" in text
+    # every p-value is recomputed from the per-direction rows of the table, independently
     clean = t[(t["condition"] == "clean") & t["group"].isna()].set_index("metric")["value"]
     for r in eff[eff["metric"].isin(["d_mae", "d_kl_bayes", "kl_clean"])].to_dict("records"):
         metric = r["metric"].removeprefix("d_")
@@ -116,12 +335,14 @@ def test_windtunnel_run_end_to_end_resumes_and_reproduces(windtunnel_run, tmp_pa
         assert r["p"] == pytest.approx(expected_p)
         assert s.headline[r["condition"]][r["effect"]][r["metric"]].p == pytest.approx(r["p"])
     # a full cut makes the axis coordinate constant: its correlation is undefined
-    full = t[(t["condition"] == "cut+1") & (t["direction"] == "axis") & (t["metric"] ==
-                                                                          "axis_corr")]
-    assert full["value"].isna().all()
-    half = t[(t["condition"] == "cut+0.5") & (t["direction"] == "axis")
-             & (t["metric"] == "axis_corr") & (t["effect"] == "total")]
-    assert np.isfinite(half["value"]).all()
+    # (edited along the readout direction, Paper III's read-out is constant too)
+    for metric in ("axis_corr", "axis_proj_corr"):
+        full = t[(t["condition"] == "cut+1") & (t["direction"] == "axis")
+                 & (t["metric"] == metric)]
+        assert full["value"].isna().all()
+        half = t[(t["condition"] == "cut+0.5") & (t["direction"] == "axis")
+                 & (t["metric"] == metric) & (t["effect"] == "total")]
+        assert np.isfinite(half["value"]).all()
     # the per-group rows cover every prediction index present
     groups = set(t[t["metric"] == "mae_by_q"]["group"].dropna().astype(int))
     assert groups == set(pd.read_parquet(out / "prompts.parquet")["q"])
@@ -151,16 +372,20 @@ def test_multi_layer_edits_fit_one_axis_per_layer(text_models, tmp_path):
 def test_cli_json_and_bad_input(windtunnel_run, tmp_path, capsys):
     rc = main(["steer", "--model", str(windtunnel_run), "--out", str(tmp_path / "c"),
                "--n-random", "3", "--n-prompts", "32", "--cut", "1", "--shift", "1",
-               "--no-keep-only", "--no-direct", "--json", "--no-progress"])
+               "--no-keep-only", "--no-norm-frozen", "--null", "norm", "--edit-space",
+               "standardised", "--json", "--no-progress"])
     assert rc == 0
     s = json.loads(capsys.readouterr().out)
-    assert s["conditions"] == ["cut+1", "shift+1"] and not s["direct"]
+    assert s["conditions"] == ["cut+1", "shift+1"] and not s["norm_frozen"]
+    assert s["null"] == "norm" and s["edit_space"] == "standardised" and not s["direct_path"]
     assert set(s["headline"]["cut+1"]) == {"total"}
     assert "d_mae" in s["headline"]["cut+1"]["total"]
     for args, msg in ((["--task", "hmm"], "trained on 'bijection'"),
                       (["--layers", "5"], "does not exist"),
                       (["--n-random", "0"], "n_random"),
-                      (["--shift", "0"], "non-zero")):
+                      (["--shift", "0"], "non-zero"),
+                      (["--direct-path", "--layers", "0,1"], "one edited layer"),
+                      (["--null", "pcs", "--n-random", "400"], "principal components")):
         rc = main(["steer", "--model", str(windtunnel_run), "--out", str(tmp_path / "e"),
                    "--no-progress", *args])
         assert rc == 2
