@@ -26,7 +26,7 @@ import pandas as pd
 import interp
 from analyses import geometry_probes
 from analyses.geometry import GeometryConfig, GeometryError, run_geometry
-from analyses.geometry_result import GeometryResult, MetricRow
+from analyses.geometry_result import GeometryResult, MetricRow, SetSummary, abs_interval
 from analyses.models import open_model
 from analyses.options import out_option
 from analyses.results import ComparedModel, CompareResult
@@ -112,36 +112,73 @@ def geometry_for(cfg: CompareConfig, label: str, model: interp.InterpModel,
 # ---------------------------------------------------------------- comparison rows
 def headline_rows(r: GeometryResult) -> list[MetricRow]:
     """The compared headline of one geometry result: per set at the Table-1 layer (PC shares,
-    participation ratio, |ρ| per target, probe R², focusing, criteria met) and model-wide (key
-    orthogonality, its random-init baseline, depth)."""
+    participation ratio, |ρ| and probe R² per target, focusing, criteria met) and model-wide
+    (key orthogonality, its baselines, depth); each beside its controls -- ``@random_init``
+    (the same analysis on the random-initialisation twin), ``@position`` (position alone) and
+    ``|position`` (partial |ρ| given position; probe R² of the position residual)."""
     rows: list[MetricRow] = []
+    init = r.random_init.prompt_sets if r.random_init is not None else {}
     for name, s in r.prompt_sets.items():
-        rows += [MetricRow(name, r.layer, "pc1", None, s.pc1.estimate, s.pc1.low, s.pc1.high),
-                 MetricRow(name, r.layer, "pc1_pc2", None, s.pc1_pc2.estimate, s.pc1_pc2.low,
-                           s.pc1_pc2.high),
-                 MetricRow(name, r.layer, "participation_ratio", None, s.participation_ratio)]
+        twin = init.get(name)
+        for metric in ("pc1", "pc1_pc2"):
+            for suffix, src in (("", s), ("@random_init", twin)):
+                if src is not None:
+                    iv = getattr(src, metric)
+                    rows.append(MetricRow(name, r.layer, metric + suffix, None, iv.estimate,
+                                          iv.low, iv.high))
+        rows.append(MetricRow(name, r.layer, "participation_ratio", None, s.participation_ratio))
         for target in ("entropy", "bayes_entropy"):
-            rho = s.rho(target)
-            if rho is not None:
-                rows.append(MetricRow(name, r.layer, f"abs_rho_pc1_{target}", None, rho.abs,
-                                      *_abs_ci(rho.low, rho.high)))
-        rows.append(MetricRow(name, r.layer, "probe_r2", None, s.probe_r2_at(r.layer)))
-        foc = s.attention_focusing
-        if foc is not None:
-            rows.append(MetricRow(name, None, "attention_focusing", None, foc.estimate, foc.low,
-                                  foc.high))
+            rows += _target_rows(r, name, s, twin, target)
+        for suffix, src in (("", s), ("@random_init", twin)):
+            foc = None if src is None else src.attention_focusing
+            if foc is not None:
+                rows.append(MetricRow(name, None, "attention_focusing" + suffix, None,
+                                      foc.estimate, foc.low, foc.high))
         rows.append(MetricRow(name, None, "criteria_met", None, float(s.criteria.n_met)))
     k = r.key_orthogonality
     rows += [MetricRow(None, None, "key_orthogonality", None, k.mean_abs_cos),
-             MetricRow(None, None, "key_fraction_below_0.20", None, k.fraction_layers_below),
-             MetricRow(None, None, "key_random_init", None, k.random_init_baseline.mean_abs_cos),
+             MetricRow(None, None, "key_fraction_below_0.20", None, k.fraction_layers_below)]
+    if k.init_mean_abs_cos is not None:
+        rows += [MetricRow(None, None, "key_orthogonality@random_init", None,
+                           k.init_mean_abs_cos),
+                 MetricRow(None, None, "key_fraction_below_init", None,
+                           float(k.fraction_layers_below_init or 0.0))]
+    rows += [MetricRow(None, None, "key_gaussian", None, k.random_init_baseline.mean_abs_cos),
              MetricRow(None, None, "n_layers", None, float(r.n_layers))]
+    return rows
+
+
+def _target_rows(r: GeometryResult, name: str, s: SetSummary, twin: SetSummary | None,
+                 target: str) -> list[MetricRow]:
+    """|ρ(PC1, target)| and the probe R² of ``target`` with their controls."""
+    rho = s.rho(target)
+    if rho is None:
+        return []
+    probe = "probe_r2" if target == "entropy" else f"probe_r2_{target}"
+    rows = [MetricRow(name, r.layer, f"abs_rho_pc1_{target}", None, rho.abs,
+                      *abs_interval(rho.low, rho.high)),
+            MetricRow(name, r.layer, probe, None, s.probe_r2_at(r.layer, target))]
+    t_rho = None if twin is None else twin.rho(target)
+    if twin is not None and t_rho is not None:
+        rows += [MetricRow(name, r.layer, f"abs_rho_pc1_{target}@random_init", None, t_rho.abs,
+                           *abs_interval(t_rho.low, t_rho.high)),
+                 MetricRow(name, r.layer, f"{probe}@random_init", None,
+                           twin.probe_r2_at(r.layer, target))]
+    pc = s.position_control(target)
+    if pc is not None:
+        rows += [MetricRow(name, None, f"abs_rho_pc1_{target}@position", None, pc.abs_rho),
+                 MetricRow(name, None, f"{probe}@position", None, pc.probe_r2),
+                 MetricRow(name, r.layer, f"abs_rho_pc1_{target}|position", None,
+                           pc.partial_abs_rho_pc1),
+                 MetricRow(name, r.layer, f"{probe}|position", None,
+                           pc.probe_r2_beyond_position)]
     return rows
 
 
 def measure_rows(r: GeometryResult) -> list[MetricRow]:
     """Rows of registered measures flagged for comparison, at the Table-1 layer when
-    per-layer; the target, if any, is appended to the metric name."""
+    per-layer; the target, if any, is appended to the metric name (``name[target]``), and a
+    control's reference after it (``name[target]@random_init``)."""
     cat = geometry_probes.catalogue()
     out = []
     for row in r.metrics:
@@ -149,14 +186,10 @@ def measure_rows(r: GeometryResult) -> list[MetricRow]:
         if spec is None or not spec.compare or (spec.per_layer and row.layer != r.layer):
             continue
         name = row.metric if row.target is None else f"{row.metric}[{row.target}]"
-        out.append(replace(row, metric=name, target=None))
+        if row.reference != "model":
+            name += f"@{row.reference}"
+        out.append(replace(row, metric=name, target=None, reference="model"))
     return out
-
-
-def _abs_ci(lo: float, hi: float) -> tuple[float, float]:
-    if lo <= 0 <= hi:
-        return 0.0, max(abs(lo), abs(hi))
-    return min(abs(lo), abs(hi)), max(abs(lo), abs(hi))
 
 
 def tidy(label: str, r: GeometryResult) -> pd.DataFrame:

@@ -11,15 +11,21 @@ For each prompt set (``mixed`` and/or one domain; ``task`` for a wind-tunnel run
    ``curve_resamples`` replicates), Spearman ρ(PC1, entropy) with its CI, the cross-validated
    ridge-probe R² of entropy per layer, attention entropy per layer with the focusing fraction
    (first → last analysed layer), and Paper III's three criteria;
-4. computes weight-based key orthogonality per layer with the Gaussian and random-init
-   baselines (once: it does not depend on prompts);
-5. runs every measure of :data:`analyses.geometry_probes.MEASURES`.
+4. computes weight-based key orthogonality per layer with the Gaussian reference (once: it
+   does not depend on prompts);
+5. runs every measure of :data:`analyses.geometry_probes.MEASURES`;
+6. sets every number beside its controls: the **position-only** predictor (probe R² and
+   |ρ(position, H)|) with the partial |ρ(PC1, H | position)| and the probe R² beyond position
+   (:mod:`probes.position_control`), and unless ``init_baseline`` is off, steps 2–5 again on
+   the model's **random-initialisation twin** (:func:`interp.random_init_twin`: same class and
+   config, the family's own init), on the same prompts and against the same targets;
+   ``notes`` state plainly where position alone explains a target.
 Wind-tunnel runs add the exact Bayes posterior entropy as a second target (``bayes_entropy``);
 their model entropy is taken over the hypothesis tokens.
 
 Writes to ``out``: ``table.parquet`` (tidy: prompt_set, layer, metric, target, value, low,
-high), ``prompts.parquet`` (the sampled prompts with entropies and PC coordinates),
-``pool.parquet`` (scored pool, reused by a rerun with the same model and pool), ``summary.json``
+high, reference -- ``model``, ``random_init`` or ``position``), ``prompts.parquet`` (the
+sampled prompts with entropies and PC coordinates), ``pool.parquet`` (scored pool, reused by a rerun with the same model and pool), ``summary.json``
 (the :class:`~analyses.geometry_result.GeometryResult`), ``manifest.json`` and ``report.html``.
 """
 
@@ -29,38 +35,33 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
-from tqdm.auto import tqdm
 
 import interp
-from analyses import geometry_probes
 from analyses.corpora import CorpusPaths
-from analyses.geometry_measures import SetData
 from analyses.geometry_pool import (
     GeometryError,
     candidate_pool,
-    prompt_inputs,
     sample_set,
     score_pool,
     vocab_slice,
 )
 from analyses.geometry_result import (
     GeometryResult,
-    KeyOrthogonality,
-    MetricRow,
     PoolInfo,
+    SetSummary,
     metrics_table,
 )
+from analyses.geometry_sets import (
+    SetResult,
+    analyse,
+    capture_set,
+    model_keys,
+    random_init_baseline,
+)
 from analyses.geometry_stats import (
-    ValueLayerStats,
-    key_orthogonality_summary,
-    set_rows,
-    set_summary,
-    value_layer_stats,
+    with_init_keys,
 )
 from analyses.models import open_model
 from analyses.options import (
@@ -75,8 +76,7 @@ from analyses.options import (
 from analyses.prompt_pool import MIXED, PROMPT_SETS
 from analyses.segmentation import WindowSpec
 from analyses.task_prompts import TASK_SET
-from infotheory import entropy_bits_from_logits
-from probes import AttentionEntropyProfile, ProbeConfig, attention_entropy_profile, head_entropies
+from probes import ProbeConfig
 from records import (
     check_options,
     option,
@@ -116,6 +116,9 @@ class GeometryConfig:
     dtype: str | None = dtype_option()
     random_init_draws: int = option(64, "Gaussian draws of the random-init key baseline",
                                     min=1, cli=False)
+    init_baseline: bool = option(True, "the same analysis on the model's random-initialisation "
+                                 "twin (same class and config, the family's own init)",
+                                 negate="--no-init-baseline")
     progress: bool = progress_option()
     windows: WindowSpec = option(None, "how corpora are cut into prompts", factory=WindowSpec,
                                  cli=False)
@@ -168,87 +171,6 @@ def check_config(cfg: GeometryConfig) -> None:
                             "take more per quintile")
 
 
-def single_threaded_blas() -> Any:
-    """BLAS limited to one thread: the numerics are many small batched problems, which run
-    10-20x slower when OpenBLAS threads compete with torch's (measured on 2 cores)."""
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-# ---------------------------------------------------------------- one prompt set
-@dataclass
-class SetResult:
-    """What one prompt set gave: its data, the core per-layer stats and attention profile."""
-
-    data: SetData
-    layers: list[ValueLayerStats]
-    attention: AttentionEntropyProfile | None  # None with a single analysed layer
-
-
-def capture_set(model: interp.InterpModel, name: str, chosen: pd.DataFrame, layers: list[int],
-                table_layer: int, *, batch_size: int, seed: int, n_resamples: int,
-                progress: bool) -> SetData:
-    """Capture the set's final-token sites (and every-token sites measures ask for)."""
-    measures = [m for m in geometry_probes.MEASURES if m.scope == "set" and m.applies(model)]
-    last = [f"attn.{L}.v" for L in layers] + [f"attn.{L}.pattern" for L in layers]
-    last += [s for m in measures for s in m.last_sites(layers) if s not in last]
-    vslice = vocab_slice(model)
-    if vslice is not None:
-        last.append("logits")
-    inputs = prompt_inputs(chosen)
-    store = interp.capture(model, inputs, last, "last", batch_size=batch_size,
-                           progress=progress, seed=seed)
-    every_sites = list(dict.fromkeys(s for m in measures for s in m.every_sites(layers)))
-    every = None if not every_sites else interp.capture(
-        model, inputs, every_sites, "all", batch_size=batch_size, progress=progress, seed=seed)
-    ent = store.entropy_bits.double().numpy()
-    if vslice is not None:
-        ent = entropy_bits_from_logits(store["logits"][:, vslice]).double().numpy()
-    chosen = chosen.copy()
-    chosen["entropy_bits_pool"] = chosen["entropy_bits"]
-    chosen["entropy_bits"] = ent
-    targets = {"entropy": ent}
-    if "bayes_entropy_bits" in chosen:
-        targets["bayes_entropy"] = chosen["bayes_entropy_bits"].to_numpy(dtype=np.float64)
-    return SetData(name, chosen, targets, layers, table_layer, store, every, seed, n_resamples)
-
-
-def measure_set(data: SetData, curve_resamples: int, progress: bool) -> SetResult:
-    """The core per-layer numbers of one captured set."""
-    probe = ProbeConfig(seed=data.seed)
-    n_resamples = data.n_resamples
-    stats = []
-    with single_threaded_blas():
-        for layer in tqdm(data.layers, desc=f"geometry {data.name}", unit="layer",
-                          disable=not progress):
-            reps = n_resamples if layer == data.table_layer else min(curve_resamples,
-                                                                     n_resamples)
-            stats.append(value_layer_stats(layer, data.values(layer), data.targets, reps,
-                                           probe, data.seed))
-        attention = None
-        if len(data.layers) >= 2:
-            pats = [data.last[f"attn.{L}.pattern"].double().numpy() for L in data.layers]
-            attention = attention_entropy_profile(head_entropies(pats), n_resamples,
-                                                  seed=data.seed)
-    return SetResult(data, stats, attention)
-
-
-def measure_extras(model: interp.InterpModel, sets: dict[str, SetData], layers: list[int],
-                   ) -> list[MetricRow]:
-    """Rows of every registered measure that applies to this model."""
-    rows: list[MetricRow] = []
-    with single_threaded_blas():
-        for m in geometry_probes.MEASURES:
-            if not m.applies(model):
-                continue
-            if m.scope == "set":
-                rows += [r for d in sets.values() for r in m.run(d)]
-            elif m.scope == "model":
-                rows += m.run(model, layers)
-            else:
-                rows += m.run(sets)
-    return rows
-
-
 # ---------------------------------------------------------------- the run
 def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
                  ) -> GeometryResult:
@@ -274,25 +196,21 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
                               windows=cfg.windows, batch_size=cfg.score_batch_size,
                               progress=cfg.progress)
     lap("scoring")
-    with single_threaded_blas():
-        key = key_orthogonality_summary(
-            [interp.projection_weights(m, f"attn.{L}.k")[0].numpy() for L in layers], layers,
-            n_draws=cfg.random_init_draws, seed=cfg.seed)
+    key = model_keys(m, layers, cfg)
     lap("key_orthogonality")
     data = {s: capture_set(m, s, sample_set(pool, s, cfg.n_per_quintile, cfg.n_bins, cfg.seed),
                            layers, table_layer, batch_size=cfg.batch_size, seed=cfg.seed,
                            n_resamples=cfg.n_resamples, progress=cfg.progress)
             for s in sets}
     lap("capture")
-    results = [measure_set(d, cfg.curve_resamples, cfg.progress) for d in data.values()]
-    extra = measure_extras(m, data, layers)
+    results, summaries, rows = analyse(m, data, key, cfg)
     lap("numerics")
-
-    summaries = {r.data.name: set_summary(r.data, r.layers, r.attention, key, table_layer)
-                 for r in results}
-    rows = [row for r in results for row in set_rows(r.data.name, r.layers, r.attention,
-                                                     list(r.data.targets))]
-    rows += key_rows(key) + extra
+    init = None
+    if cfg.init_baseline:
+        init, init_rows = random_init_baseline(m, data, cfg)
+        key = with_init_keys(key, init.key_orthogonality)
+        rows += init_rows
+        lap("random_init")
     vslice = vocab_slice(m)
     result = GeometryResult(
         model=m.info.name, model_info=m.info, n_layers=m.n_layers, layer=table_layer,
@@ -302,7 +220,7 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
         headline=summaries[sets[0]], key_orthogonality=key, prompt_sets=summaries,
         pool=PoolInfo(len(pool), int(pool["entropy_bits"].notna().sum()), reused, skipped,
                       sorted(pool["domain"].unique().tolist())),
-        metrics=rows)
+        random_init=init, notes=confound_notes(summaries), metrics=rows)
     prompts = pd.concat([_with_coords(r, table_layer) for r in results], ignore_index=True)
     manifest = run_manifest(packages=CORPUS_PACKAGES, seed=cfg.seed, dtype=m.info.dtype,
                             model=m.info.to_dict(), geometry=asdict(cfg))
@@ -320,9 +238,26 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
     return result
 
 
-def key_rows(key: KeyOrthogonality) -> list[MetricRow]:
-    return [MetricRow(None, r.layer, f"key_{k}", None, getattr(r, k))
-            for r in key.per_layer for k in ("mean_abs_cos", "p5", "p50", "p95")]
+#: position-only R² above which a target counts as a function of position
+POSITION_CONFOUND_R2 = 0.95
+
+
+def confound_notes(summaries: dict[str, SetSummary]) -> list[str]:
+    """Plain statements of where position alone explains an entropy target (the task confound
+    of bijection without replacement), so no reader takes position geometry for entropy's."""
+    notes = []
+    for name, s in summaries.items():
+        for pc in s.position:
+            if pc.probe_r2 >= POSITION_CONFOUND_R2:
+                notes.append(
+                    f"{name}: position alone explains {pc.target.replace('_', ' ')} (probe R² "
+                    f"{pc.probe_r2:.3f}, {pc.design}), so correlations with it are correlations "
+                    "with position; read the partial |ρ| given position and the probe R² beyond "
+                    "position (here "
+                    f"{pc.partial_abs_rho_pc1:.3f} and {pc.probe_r2_beyond_position:.3f}), or "
+                    "use a task whose entropy varies at a fixed position (e.g. bijection with "
+                    "--replacement, or hmm)")
+    return notes
 
 
 def _with_coords(r: SetResult, table_layer: int) -> pd.DataFrame:

@@ -54,6 +54,11 @@ class SetData:
     seed: int = 0
     n_resamples: int = 1000
 
+    @property
+    def positions(self) -> np.ndarray:
+        """Each prompt's final-token position [n] (0-based index in its own tokens)."""
+        return self.last.position.numpy().astype(np.int64)
+
     def values(self, layer: int) -> np.ndarray:
         """Final-token values ``attn.layer.v`` [n, Hkv·dh] float64."""
         return self.last[f"attn.{layer}.v"].flatten(1).double().numpy()
@@ -79,9 +84,15 @@ CORE_SPECS: tuple[MetricSpec, ...] = (
                "Paper III: standardised PCA of final-token values"),
     MetricSpec("participation_ratio", "participation ratio",
                "Paper III: (Σλ)²/Σλ² of the standardised value covariance", curve=False),
-    MetricSpec("spearman_pc1", "Spearman ρ(PC1, entropy)", "Paper III", curve=False),
-    MetricSpec("abs_spearman_pc1", "|ρ(PC1, entropy)|", "Paper III (PC1's sign is arbitrary)"),
-    MetricSpec("probe_r2", "entropy-probe R²", "ridge probe, 5-fold cross-validated R²"),
+    MetricSpec("abs_spearman_pc1", "|ρ(PC1, entropy)|",
+               "Paper III, |Spearman ρ| (PC1's sign is arbitrary, so no sign is reported); "
+               "reference position: |ρ(position, entropy)|"),
+    MetricSpec("probe_r2", "entropy-probe R²", "ridge probe, 5-fold cross-validated R²; "
+               "reference position: the same probe on a position-only design"),
+    MetricSpec("partial_abs_spearman_pc1", "|ρ(PC1, entropy | position)|",
+               "partial Spearman ρ given the final-token position (probes.position_control)"),
+    MetricSpec("probe_r2_beyond_position", "probe R² of entropy beyond position",
+               "the ridge probe of the entropy's position residual (probes.position_control)"),
     MetricSpec("attention_entropy_bits", "attention entropy at the final token (bits)",
                "Paper III: per head, then averaged"),
     MetricSpec("attention_focusing", "attention focusing",

@@ -24,14 +24,16 @@ from probes import (
     value_manifold_summary,
 )
 
-PAPER_I_VM = ("Paper I value manifold: centred PCA of the attention output attn_out.L at the "
-              "final token (a supervised position for a wind tunnel)")
+PAPER_I_VM = ("Paper I value manifold: centred PCA (no standardisation) of the attention output "
+              "attn_out.L at each prompt's final token -- for a wind tunnel a supervised "
+              "position, one per sequence; linear R² from an 80/20 split")
 
 
 def value_manifold_rows(d: SetData) -> list[MetricRow]:
-    """Paper I's value-manifold summary per layer: PC1 share and 90 % dimension, and per target
-    the linear R² (80/20 split), the same R² with the target shuffled (the control), the
-    ordering score and max |corr(PC_k, H)| over k ≤ 5."""
+    """Paper I's value-manifold summary per layer: PC1 and PC2 shares, 90 and 95 % dimensions,
+    and per target the linear R² (80/20 split), the same R² with the target shuffled (the
+    control), the ordering score and max |corr(PC_k, H)| over k ≤ 5. (The random-init twin's
+    run of this measure is its other control.)"""
     rows = []
     for L in d.layers:
         x = d.last[f"attn_out.{L}"].double().numpy()
@@ -41,7 +43,9 @@ def value_manifold_rows(d: SetData) -> list[MetricRow]:
             ctrl = value_manifold_summary(x, shuffled, seed=d.seed).linear_r2
             if i == 0:
                 rows += [MetricRow(d.name, L, "vm_pc1", None, s.pc1),
-                         MetricRow(d.name, L, "vm_dim90", None, float(s.dim90))]
+                         MetricRow(d.name, L, "vm_pc2", None, s.pc2),
+                         MetricRow(d.name, L, "vm_dim90", None, float(s.dim90)),
+                         MetricRow(d.name, L, "vm_dim95", None, float(s.dim95))]
             rows += [MetricRow(d.name, L, "vm_linear_r2", t, s.linear_r2),
                      MetricRow(d.name, L, "vm_linear_r2_shuffled", t, ctrl),
                      MetricRow(d.name, L, "vm_ordering", t, s.ordering_score),
@@ -161,7 +165,9 @@ def cka_rows(d: SetData) -> list[MetricRow]:
 MEASURES: tuple[Measure, ...] = (
     Measure("value_manifold", "set", (
         MetricSpec("vm_pc1", "attention-output PC1 share", PAPER_I_VM, compare=True),
+        MetricSpec("vm_pc2", "attention-output PC2 share", PAPER_I_VM, curve=False),
         MetricSpec("vm_dim90", "attention-output 90 % dimension", PAPER_I_VM),
+        MetricSpec("vm_dim95", "attention-output 95 % dimension", PAPER_I_VM, curve=False),
         MetricSpec("vm_linear_r2", "linear R² of entropy from attn_out", PAPER_I_VM,
                    compare=True),
         MetricSpec("vm_linear_r2_shuffled", "linear R² with entropy shuffled (control)",

@@ -23,7 +23,10 @@ NAN = math.nan
 class MetricRow:
     """One measured number: ``prompt_set`` None for a model-level (weights) measure, ``layer``
     None for a set-level one; ``target`` names the entropy it is measured against, if any;
-    ``low``/``high`` a 95 % interval where there is one."""
+    ``low``/``high`` a 95 % interval where there is one; ``reference`` says whose number it is:
+    ``"model"`` (the model analysed), ``"random_init"`` (the same analysis on its
+    random-initialisation twin, :func:`interp.random_init_twin`) or ``"position"`` (a
+    position-only predictor in place of the activations)."""
 
     prompt_set: str | None
     layer: int | None
@@ -32,14 +35,26 @@ class MetricRow:
     value: float
     low: float = NAN
     high: float = NAN
+    reference: str = "model"
+
+
+#: the ``reference`` values of :class:`MetricRow`, in display order
+REFERENCES = ("model", "random_init", "position")
 
 
 def metrics_table(rows: list[MetricRow]) -> pd.DataFrame:
     """The tidy table of ``rows`` (columns as :class:`MetricRow`; ``layer`` nullable int)."""
-    cols = ["prompt_set", "layer", "metric", "target", "value", "low", "high"]
+    cols = ["prompt_set", "layer", "metric", "target", "value", "low", "high", "reference"]
     df = pd.DataFrame([r.__dict__ for r in rows], columns=cols)
     df["layer"] = df["layer"].astype("Int64")
     return df
+
+
+def abs_interval(lo: float, hi: float) -> tuple[float, float]:
+    """The interval of |x| implied by an interval (lo, hi) of x."""
+    if lo <= 0 <= hi:
+        return 0.0, max(abs(lo), abs(hi))
+    return min(abs(lo), abs(hi)), max(abs(lo), abs(hi))
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,22 @@ class Rho(Interval):
     @classmethod
     def of(cls, iv: Interval) -> Rho:
         return cls(**asdict(iv), abs=abs(iv.estimate))
+
+
+@dataclass(frozen=True)
+class PositionControl:
+    """What position alone gives for one entropy ``target`` of a prompt set (:mod:`probes.
+    position_control`): the cross-validated ridge R² of the target from the position design,
+    |Spearman ρ(position, target)|, and at the Table-1 layer the partial |ρ(PC1, target |
+    position)| and the probe R² of the target's position residual from the values."""
+
+    target: str
+    design: str
+    n_positions: int
+    probe_r2: float
+    abs_rho: float
+    partial_abs_rho_pc1: float
+    probe_r2_beyond_position: float
 
 
 @dataclass(frozen=True)
@@ -102,6 +133,7 @@ class SetSummary:
     criteria_met: str
     rho_pc1_bayes_entropy: Rho | None = None
     probe_r2_bayes_entropy: list[LayerR2] | None = None
+    position: list[PositionControl] = field(default_factory=list)
 
     def probe_r2_at(self, layer: int, target: str = "entropy") -> float:
         rows = self.probe_r2 if target == "entropy" else self.probe_r2_bayes_entropy or []
@@ -109,6 +141,9 @@ class SetSummary:
 
     def rho(self, target: str = "entropy") -> Rho | None:
         return self.rho_pc1_entropy if target == "entropy" else self.rho_pc1_bayes_entropy
+
+    def position_control(self, target: str = "entropy") -> PositionControl | None:
+        return next((p for p in self.position if p.target == target), None)
 
 
 @dataclass(frozen=True)
@@ -139,6 +174,19 @@ class KeyOrthogonality:
     random_init_baseline: RandomBaseline
     d_model: int
     d_head: int
+    init_mean_abs_cos: float | None = None
+    fraction_layers_below_init: float | None = None
+
+
+@dataclass
+class RandomInitBaseline:
+    """The same analysis on the model's random-initialisation twin (same class and config, the
+    family's own initialisation, ``seed``), on the same prompts and against the same targets."""
+
+    model: str
+    seed: int
+    key_orthogonality: KeyOrthogonality
+    prompt_sets: dict[str, SetSummary]
 
 
 @dataclass(frozen=True)
@@ -168,10 +216,13 @@ class GeometryResult:
     key_orthogonality: KeyOrthogonality = field(kw_only=True)
     prompt_sets: dict[str, SetSummary] = field(kw_only=True)
     pool: PoolInfo = field(kw_only=True)
+    random_init: RandomInitBaseline | None = field(default=None, kw_only=True)
+    notes: list[str] = field(default_factory=list, kw_only=True)
     metrics: list[MetricRow] = field(default_factory=list, kw_only=True)
     timings_s: dict[str, float] = field(default_factory=dict, kw_only=True)
     wall_s: float = field(default=NAN, kw_only=True)
 
-    def rows(self, metric: str, prompt_set: str | None = None) -> list[MetricRow]:
-        return [r for r in self.metrics if r.metric == metric
+    def rows(self, metric: str, prompt_set: str | None = None, reference: str = "model",
+             ) -> list[MetricRow]:
+        return [r for r in self.metrics if r.metric == metric and r.reference == reference
                 and (prompt_set is None or r.prompt_set == prompt_set)]

@@ -36,6 +36,7 @@ from interp.errors import (
     UnsupportedArchitectureError,
 )
 from interp.families import FAMILIES, AttentionGeometry
+from interp.init_twin import random_init_twin
 from interp.interventions import (
     AddVector,
     DirectionEdit,
@@ -85,6 +86,7 @@ __all__ = [
     "projection_std",
     "projection_weights",
     "random_controls",
+    "random_init_twin",
     "resolve_layer",
     "resolve_layers",
     "site_name",

@@ -55,6 +55,7 @@ from probes.multiple_testing import holm
 from probes.null_test import NullTest, null_test, parametric_p
 from probes.pca import PCAResult, fit_pca
 from probes.pca_summary import PCASummary, bootstrap_variance_ratios, summarize_pca
+from probes.position_control import partial_spearman, position_design, position_residual
 from probes.qk_alignment import QKAlignment, qk_alignment, qk_alignment_profile, qk_cosines
 from probes.streaming_entropy_probe import StreamingEntropyProbe
 from probes.streaming_moments import StreamingMoments
@@ -118,9 +119,12 @@ __all__ = [
     "null_test",
     "ordering_score",
     "parametric_p",
+    "partial_spearman",
     "participation_ratio",
     "pearson",
     "percentile_interval",
+    "position_design",
+    "position_residual",
     "principal_angles",
     "project_onto_manifold",
     "prompt_set_hash",

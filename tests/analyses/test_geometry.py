@@ -121,7 +121,8 @@ def test_numbers_match_an_independent_recomputation(llama_run, text_models):
     prof = attention_entropy_profile(head_entropies(pats), n_resamples=60, seed=0)
     assert s.attention_focusing.estimate == pytest.approx(prof.focusing.estimate, abs=1e-6)
     table = pd.read_parquet(out / "table.parquet")
-    r2 = table[(table.prompt_set == "legal") & (table.metric == "probe_r2") & (table.layer == 1)]
+    r2 = table[(table.prompt_set == "legal") & (table.metric == "probe_r2") & (table.layer == 1)
+               & (table.reference == "model")]
     assert r2["value"].item() == pytest.approx(s.probe_r2_at(1))
 
 

@@ -17,9 +17,9 @@ from analyses.models import open_model
 from probes import fit_pca, value_manifold_summary
 
 
-def _rows(result, metric, prompt_set=None, target=None):
+def _rows(result, metric, prompt_set=None, target=None, reference="model"):
     return {r.layer: r.value for r in result.metrics if r.metric == metric
-            and r.prompt_set == prompt_set and r.target == target}
+            and r.prompt_set == prompt_set and r.target == target and r.reference == reference}
 
 
 @pytest.fixture(scope="module")
