@@ -1,16 +1,22 @@
 """``bayesgeom demo``: the main job, offline, on a CPU.
 
-1. Wind tunnel: train the small transformer on bijection elimination (V = 20) and the MLP
-   baselines for the same wall time; evaluate all against the exact posterior.
-2. Small vs large (:mod:`analyses.compare`): the geometry pipeline on the wind tunnel (its task)
-   and on the LLM (embedded SmolLM2 by default) over the mixed set and one domain set (math when
-   its corpus is installed), side by side.
+1. Wind tunnels: train the small transformer on bijection elimination (V = 20) and the MLP
+   baselines for the same wall time, and evaluate all against the exact posterior; then train
+   the small transformer on HMM filtering (S = O = 5, K = 20), the tunnel whose Bayes entropy
+   varies at a fixed position. (On bijection without replacement the entropy at the k-th key
+   is log2(V − k + 1), a function of position alone: its geometry would measure position, and
+   the geometry run says so.)
+2. Small vs large (:mod:`analyses.compare`): the geometry pipeline on both wind tunnels (their
+   tasks) and on the LLM (embedded SmolLM2 by default) over the mixed set and one domain set
+   (math when its corpus is installed), side by side, every number beside the same analysis
+   at random initialisation and a position-only predictor.
 3. SULA (:mod:`analyses.sula`): the LLM's in-context calibration against the exact posterior,
    with the lexical-remap, shuffled-label and evidence-ablation controls.
 4. Steering (:mod:`analyses.steering`): cut / keep-only / shift the last-layer entropy axis of
-   the LLM on SULA prompts, against norm-matched orthogonal random directions, total and direct.
-5. The same steering experiment on the wind-tunnel transformer, scored against the exact
-   posterior.
+   the LLM on SULA prompts, against variance-matched orthogonal control directions, with the
+   energy each edit moved and Holm-adjusted p-values.
+5. The same steering experiment on the HMM wind tunnel, scored against the exact posterior on
+   its trained (hypothesis) logits.
 
 Everything lands under ``out`` (one folder per step, each with its own tables, summary, manifest
 and report) plus ``report.html`` (all figures and tables, plotly embedded: opens offline),
@@ -47,6 +53,7 @@ class DemoSizes:
     """How big each step is (``DemoConfig.sizes()`` picks full or quick)."""
 
     transformer_steps: int
+    hmm_steps: int
     n_per_quintile: int
     pool_size: int
     n_resamples: int
@@ -59,8 +66,9 @@ class DemoSizes:
     windtunnel_prompts: int
 
 
-FULL = DemoSizes(3000, 15, 1000, 1000, 200, 50, 30, (0.25, 0.5, 1.0), (-1.0, 1.0), 20, 250)
-QUICK = DemoSizes(400, 4, 120, 100, 20, 8, 8, (1.0,), (1.0,), 10, 64)
+FULL = DemoSizes(3000, 3000, 15, 1000, 1000, 200, 50, 30, (0.25, 0.5, 1.0), (-1.0, 1.0), 20,
+                 250)
+QUICK = DemoSizes(400, 200, 4, 120, 100, 20, 8, 8, (1.0,), (1.0,), 10, 64)
 
 
 @dataclass
@@ -78,6 +86,8 @@ class DemoConfig:
     preset: str = option("small", "wind-tunnel model size", cli=False)
     task_params: dict = option(None, "bijection parameters", factory=lambda: {"V": 20},
                                cli=False)
+    hmm_params: dict = option(None, "HMM parameters (the geometry and steering tunnel)",
+                              factory=dict, cli=False)
     full: DemoSizes = option(None, "the full sizes", factory=lambda: FULL, cli=False)
     quick_sizes: DemoSizes = option(None, "the quick sizes", factory=lambda: QUICK, cli=False)
     corpus_paths: CorpusPaths | None = option(None, "where corpora are read", cli=False)
@@ -99,6 +109,14 @@ def _baseline_cfg(c: DemoConfig, arch: str, wall_s: float) -> TrainConfig:
     return TrainConfig(task="bijection", task_params=c.task_params, arch=arch, preset=c.preset,
                        steps=1_000_000, seed=c.seed, eval_every=500, ckpt_every=1000,
                        warmup_steps=200, max_minutes=max(0.001, round(wall_s / 60.0, 3)))
+
+
+def _hmm_cfg(c: DemoConfig) -> TrainConfig:
+    steps = c.sizes().hmm_steps
+    return TrainConfig(task="hmm", task_params=c.hmm_params, arch="transformer",
+                       preset=c.preset, steps=steps, seed=c.seed, batch_size=64,
+                       eval_every=max(100, steps // 6), ckpt_every=max(100, steps // 3),
+                       warmup_steps=min(200, steps // 10))
 
 
 def train_row(res: TrainResult, arch: str) -> TrainRow:
@@ -149,13 +167,16 @@ def run_demo(c: DemoConfig) -> DemoResult:
     llm = open_model(c.model)  # first: a bad --model fails before any training
     t = time.perf_counter()
     V = c.task_params.get("V", 20)
-    _say(f"[1/5] wind tunnel: training the small transformer on bijection elimination (V = {V})")
+    _say(f"[1/5] wind tunnels: training the small transformer on bijection elimination "
+         f"(V = {V}), then on HMM filtering")
     runs = train_windtunnels(c, out / "windtunnel")
-    wt_dir = str(out / "windtunnel" / "transformer")
+    bij_dir = str(out / "windtunnel" / "transformer")
+    hmm = train(_hmm_cfg(c), out / "windtunnel" / "hmm-transformer", progress=c.progress)
+    hmm_dir = str(out / "windtunnel" / "hmm-transformer")
     t = lap("windtunnel_training", t)
 
-    _say("[2/5] small vs large: geometry of the wind tunnel and the LLM")
-    wt = open_model(wt_dir)
+    _say("[2/5] small vs large: geometry of the wind tunnels and the LLM, beside their controls")
+    wt = open_model(hmm_dir)
     domain = domain_set(c.corpus_paths, c.seed)
     prompts = (MIXED,) if domain is None else (MIXED, domain)
     geo = GeometryConfig(prompts=prompts, n_per_quintile=s.n_per_quintile,
@@ -163,8 +184,8 @@ def run_demo(c: DemoConfig) -> DemoResult:
                          curve_resamples=s.curve_resamples, seed=c.seed, progress=c.progress,
                          corpus_paths=c.corpus_paths)
     cmp = compare.run_compare(compare.CompareConfig(
-        models=(wt_dir, c.model), labels=("windtunnel", "llm"), out=out / "compare",
-        geometry=geo), models=[wt, llm])
+        models=(bij_dir, hmm_dir, c.model), labels=("bijection", "hmm", "llm"),
+        out=out / "compare", geometry=geo), models=[None, wt, llm])
     t = lap("compare", t)
 
     _say("[3/5] SULA: in-context calibration against the exact posterior, with controls")
@@ -172,17 +193,18 @@ def run_demo(c: DemoConfig) -> DemoResult:
                                            progress=c.progress), model=llm)
     t = lap("sula", t)
 
-    _say("[4/5] steering the LLM's entropy axis (SULA prompts) against random directions")
+    _say("[4/5] steering the LLM's entropy axis (SULA prompts) against control directions")
     steer_llm = steering.run_steer(_steer_cfg(c, out / "steer-llm", c.model), model=llm)
     t = lap("steer_llm", t)
 
-    _say("[5/5] steering the wind-tunnel transformer, scored against the exact posterior")
-    steer_wt = steering.run_steer(_steer_cfg(c, out / "steer-windtunnel", wt_dir), model=wt)
+    _say("[5/5] steering the HMM wind tunnel, scored against the exact posterior")
+    steer_wt = steering.run_steer(_steer_cfg(c, out / "steer-windtunnel", hmm_dir), model=wt)
     t = lap("steer_windtunnel", t)
 
     clock["total"] = round(time.perf_counter() - t0, 1)
     result = DemoResult(task="bijection", V=V,
                         windtunnel=[train_row(r, a) for a, r in runs.items()],
+                        hmm=train_row(hmm, "transformer"),
                         prompt_sets=list(prompts), compare=cmp, sula=sula_s,
                         steer_llm=steer_llm, steer_windtunnel=steer_wt, timings_s=clock,
                         quick=c.quick)

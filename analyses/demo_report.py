@@ -26,9 +26,9 @@ def headline_table(r: DemoResult) -> pd.DataFrame:
         rows.append({"section": section, "subject": subject, "condition": cond,
                      "metric": metric, "value": float(value), "p": float(p)})
 
-    for t in r.windtunnel:
+    for subject, t in [*((t.arch, t) for t in r.windtunnel), ("hmm-transformer", r.hmm)]:
         for m in ("entropy_mae_bits", "kl_bits", "accuracy"):
-            add("windtunnel", t.arch, "", m, getattr(t, m))
+            add("windtunnel", subject, "", m, getattr(t, m))
     for label, mets in r.compare.metrics.items():
         for k, v in mets.items():
             where, metric = k.split(".", 1)
@@ -65,7 +65,8 @@ def windtunnel_figures(runs: dict[str, TrainResult]) -> tuple[go.Figure, go.Figu
 
 
 def _train_table(r: DemoResult) -> pd.DataFrame:
-    return pd.DataFrame([t.__dict__ for t in r.windtunnel])
+    rows = [{"task": f"bijection V={r.V}", **t.__dict__} for t in r.windtunnel]
+    return pd.DataFrame([*rows, {"task": "hmm", **r.hmm.__dict__}])
 
 
 def _steer_sections(title: str, st: SteerResult, d: Path) -> list[tuple[str, object]]:
@@ -83,8 +84,9 @@ def write_report(out: Path, r: DemoResult, runs: dict[str, TrainResult],
     cmp_table = pd.read_parquet(out / "compare" / "table.parquet")
     per_k = pd.read_parquet(out / "sula" / "per_k.parquet")
     sections: list[tuple[str, object]] = [
-        (f"1. Wind tunnel: bijection elimination, V = {r.V}", _train_table(r)),
-        ("Entropy calibration per position (held-out)", fig_h),
+        ("1. Wind tunnels: bijection elimination (the transformer against MLPs) and HMM "
+         "filtering (the geometry and steering tunnel)", _train_table(r)),
+        ("Entropy calibration per position (held-out, bijection)", fig_h),
         ("Held-out entropy MAE during training", fig_l),
         ("2. Small vs large: the same geometry metrics (final layer)",
          compare_report.side_by_side(cmp_table)),
@@ -95,13 +97,13 @@ def write_report(out: Path, r: DemoResult, runs: dict[str, TrainResult],
         ("SULA entropy per k (model vs exact Bayes)", sula_report.calibration_figure(per_k)),
         ("SULA per k", per_k),
         *_steer_sections("4. Steering the LLM's entropy axis", r.steer_llm, out / "steer-llm"),
-        *_steer_sections("5. Steering the wind tunnel's entropy axis", r.steer_windtunnel,
+        *_steer_sections("5. Steering the HMM wind tunnel's entropy axis", r.steer_windtunnel,
                          out / "steer-windtunnel"),
         ("Headline numbers (headline.parquet)", headline_table(r)),
         ("Step reports", "; ".join(
-            str(out / p / "report.html") for p in ("compare", "compare/windtunnel",
-                                                   "compare/llm", "sula", "steer-llm",
-                                                   "steer-windtunnel"))),
+            str(out / p / "report.html") for p in ("compare", "compare/bijection",
+                                                   "compare/hmm", "compare/llm", "sula",
+                                                   "steer-llm", "steer-windtunnel"))),
     ]
     return html_report(out / "report.html", "bayesgeom demo", sections, manifest)
 
@@ -110,12 +112,13 @@ def format_summary(r: DemoResult, out: Path) -> str:
     with pd.option_context("display.float_format", lambda x: f"{x:.4g}", "display.width", 120):
         wt = _train_table(r).to_string(index=False)
     return "\n\n".join([
-        "== wind tunnel (entropy MAE vs the exact posterior, bits)\n" + wt,
+        "== wind tunnels (entropy MAE vs the exact posterior, bits)\n" + wt,
         "== small vs large (final layer)\n"
         + compare_report.format_wide(pd.read_csv(out / "compare" / "side_by_side.csv")),
         "== SULA\n" + sula_report.format_summary(r.sula),
         "== steering the LLM\n" + steering_report.format_summary(r.steer_llm),
-        "== steering the wind tunnel\n" + steering_report.format_summary(r.steer_windtunnel),
+        "== steering the HMM wind tunnel\n"
+        + steering_report.format_summary(r.steer_windtunnel),
         f"total {r.timings_s.get('total', float('nan')):.0f} s: " + ", ".join(
             f"{k} {v:.0f} s" for k, v in r.timings_s.items() if k != "total"),
     ])

@@ -112,7 +112,9 @@ class SteerResult:
     and spread); ``vocabulary``: what the next-token metrics read ("hypotheses" for a wind
     tunnel, else "full"); ``survivors``: conditions whose ``primary`` test survives Holm over
     the primary family (permutation p), ``survivors_parametric``: the same with the
-    parametric p."""
+    parametric p, which ``parametric_reliable`` False marks as uninterpretable (the controls
+    fell short of the variance they stand for, or are nearly one direction); ``notes``: plain
+    statements of the run's confounds (e.g. an exact entropy that is a function of position)."""
 
     model: str
     model_info: ModelInfo
@@ -141,6 +143,8 @@ class SteerResult:
     wall_s: float
     clean_pass_s: float
     reused_conditions: int
+    parametric_reliable: bool = True
+    notes: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- SULA
@@ -222,9 +226,14 @@ class TrainRow:
 
 @dataclass
 class DemoResult:
+    """The demo: the bijection race (``windtunnel``: transformer and MLP baselines, task
+    ``task`` with ``V`` hypotheses), the HMM transformer (``hmm``) whose geometry and steering
+    (``steer_windtunnel``) the demo measures, the comparison, SULA and the LLM's steering."""
+
     task: str
     V: int
     windtunnel: list[TrainRow]
+    hmm: TrainRow
     prompt_sets: list[str]
     compare: CompareResult
     sula: SulaResult

@@ -15,9 +15,9 @@ from analyses.demo_report import format_summary
 from analyses.results import DemoResult
 from records import read_result, to_json
 
-TINY = DemoSizes(transformer_steps=40, n_per_quintile=4, pool_size=60, n_resamples=20,
-                 curve_resamples=10, sula_per_k=3, steer_per_k=3, cut_fractions=(1.0,),
-                 shift_deltas=(1.0,), n_random=3, windtunnel_prompts=24)
+TINY = DemoSizes(transformer_steps=40, hmm_steps=40, n_per_quintile=4, pool_size=60,
+                 n_resamples=20, curve_resamples=10, sula_per_k=3, steer_per_k=3,
+                 cut_fractions=(1.0,), shift_deltas=(1.0,), n_random=3, windtunnel_prompts=24)
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +41,13 @@ def test_demo_writes_every_step_and_one_offline_report(demo_run, capsys):
     summary = run_demo(cfg)
     capsys.readouterr()
     text = format_summary(summary, cfg.out)
-    assert all(f"== {s}" in text for s in ("wind tunnel", "small vs large", "SULA",
-                                            "steering the LLM", "steering the wind tunnel"))
+    assert all(f"== {s}" in text for s in ("wind tunnels", "small vs large", "SULA",
+                                            "steering the LLM",
+                                            "steering the HMM wind tunnel"))
     out = cfg.out
     for f in ("table.parquet", "headline.parquet", "summary.json", "manifest.json",
-              "report.html", "compare/side_by_side.csv", "compare/windtunnel/summary.json",
+              "report.html", "compare/side_by_side.csv", "compare/bijection/summary.json",
+              "compare/hmm/summary.json",
               "compare/llm/summary.json", "sula/summary.json", "steer-llm/effects.parquet",
               "steer-windtunnel/effects.parquet"):
         assert (out / f).exists(), f
@@ -91,7 +93,8 @@ def test_rerun_reuses_checkpoints_and_results(demo_run, monkeypatch, capsys):
     assert ckpt.stat().st_mtime_ns == mtime
     assert again["windtunnel"] == first["windtunnel"]
     assert again["compare"]["metrics"] == first["compare"]["metrics"]
-    assert again["compare"]["reused"] == ["windtunnel", "llm"]
+    assert again["compare"]["reused"] == ["bijection", "hmm", "llm"]
+    assert again["hmm"] == first["hmm"]
     assert again["sula"]["conditions"] == first["sula"]["conditions"]
     assert sorted(again["sula"]["reused_conditions"]) == ["ablated", "main", "remap", "shuffled"]
     for part in ("steer_llm", "steer_windtunnel"):
