@@ -66,7 +66,13 @@ from analyses.results import (
 from analyses.steering_nulls import EDIT_SPACES, NULLS, LayerAxis, edit_directions, edit_energy
 from analyses.steering_passes import EFFECTS, Runner
 from analyses.steering_scores import CleanRef, PassScores, conditions, energy_rows, score, tidy
-from analyses.steering_stats import PRIMARY_EFFECT, PRIMARY_METRIC, effects_table
+from analyses.steering_stats import (
+    PRIMARY_EFFECT,
+    PRIMARY_METRIC,
+    confound_notes,
+    effects_table,
+    parametric_reliable,
+)
 from analyses.sula_prompts import pick_labels, sula_prompts
 from interp.sites import VECTOR_KINDS
 from probes import AxisProvenance, fit_entropy_axis, prompt_set_hash
@@ -265,6 +271,9 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
     effs = [e for e, on in zip(EFFECTS, (True, cfg.norm_frozen, cfg.direct_path), strict=True)
             if on]
     primary = effects[effects["primary"]] if len(effects) else effects
+    controls = {str(L): ControlSet.of(directions.ratios[L], directions.mean_abs_cos[L])
+                for L in layers}
+    positions = np.array([len(t) - 1 for t in m.encode(pp.prompts)[0]])
     result = SteerResult(
         model=m.info.name, model_info=m.info, task=pp.name, n_prompts=len(pp),
         group_name=pp.group_name, layers=layers, sites=sites, positions=cfg.positions,
@@ -275,15 +284,15 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
         axes={str(L): AxisInfo(r.axis.method, r.axis.pearson, r.axis.spearman,
                                r.axis.explained_variance_ratio, r.sigma, r.axis.dim)
               for L, r in reads.items()},
-        controls={str(L): ControlSet.of(directions.ratios[L], directions.mean_abs_cos[L])
-                  for L in layers},
-        clean=_clean(clean),
+        controls=controls, clean=_clean(clean),
         conditions=[c.key for c in conds],
         headline={c.key: {e: _headline(effects, c.key, e) for e in effs} for c in conds},
         primary=f"{PRIMARY_METRIC} ({PRIMARY_EFFECT} effect)",
         survivors=[str(c) for c in primary[primary["survives"]]["condition"]],
         survivors_parametric=[str(c) for c in
                               primary[primary["survives_parametric"]]["condition"]],
+        parametric_reliable=parametric_reliable(cfg.null, controls),
+        notes=confound_notes(positions, pp.h_bayes_bits, cfg.seed),
         wall_s=round(time.perf_counter() - t0, 2), clean_pass_s=round(t_clean, 2),
         reused_conditions=reused)
     write_table(out / "table.parquet", table)

@@ -169,7 +169,7 @@ def write_report(path: Path, result: SteerResult, table: pd.DataFrame,
     intro = (f"{result.model} on {result.task} ({result.n_prompts} prompts). "
              + setup_text(result) + f" Clean: calibration MAE {c.mae:.3f} bits, "
              f"corr(H_model, H_Bayes) {_f(c.corr, 3)}, KL(Bayes ‖ model) {c.kl_bayes:.3f} "
-             "bits. " + survival_text(result))
+             "bits. " + survival_text(result) + "".join(f" Note: {n}" for n in result.notes))
     return html_report(path, f"bayesgeom steer: {result.model}", [
         ("Set-up", intro),
         ("Dose–response against control directions", dose_response(table)),
@@ -186,6 +186,9 @@ def survival_text(s: SteerResult) -> str:
     par = ", ".join(s.survivors_parametric) or "none"
     text = (f"Primary test {s.primary}, Holm over {n} condition(s) at 0.05: survives with "
             f"the permutation p: {perm}; with the parametric z-test: {par}.")
+    if not s.parametric_reliable:
+        text += (" The parametric test is not interpretable here: the controls fall short of "
+                 "the null they stand for (see the caveats), so no effect is claimed from it.")
     if floor * n > 0.05:
         text += (f" (With {s.n_random} controls the smallest permutation p is 1/"
                  f"{s.n_random + 1} = {floor:.3f}, and Holm over {n} needs ≤ {0.05 / n:.4f}: "
@@ -234,7 +237,8 @@ def format_summary(s: SteerResult) -> str:
                  "mean ‖x‖²; p: permutation against the controls, unadjusted.")
     lines.append(survival_text(s))
     caveats = control_caveats(s)
-    return "\n".join([*lines, caveats] if caveats else lines)
+    notes = [f"note: {n}" for n in s.notes]
+    return "\n".join([*lines, caveats, *notes] if caveats else [*lines, *notes])
 
 
 def _f(x: float | None, nd: int = 3) -> str:

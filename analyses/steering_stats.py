@@ -25,8 +25,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analyses.results import ControlSet
+from analyses.steering_nulls import CLUSTERED
 from analyses.steering_scores import DELTA_METRICS, LAYER_METRICS, RELATIVE_METRICS
-from probes import holm, null_test
+from probes import ProbeConfig, entropy_probe, holm, null_test, position_design
+
+#: the controls' variance may differ from the axis' by this much for a parametric test to count
+MATCH_TOLERANCE = 0.1
+#: position-only R² above which the exact entropy counts as a function of position
+POSITION_CONFOUND_R2 = 0.95
 
 PRIMARY_METRIC = "d_kl_bayes"
 PRIMARY_EFFECT = "total"
@@ -107,3 +114,31 @@ def p_text(p: float, n_null: int, at_floor: bool) -> str:
     if at_floor:
         return f"≤ 1/{n_null + 1}"
     return "n/a" if not np.isfinite(p) else f"{p:.3f}"
+
+
+def parametric_reliable(null: str, controls: dict[str, ControlSet]) -> bool:
+    """Whether a z-score against the controls means anything: for the variance null, every
+    layer's controls carry the axis' variance (within :data:`MATCH_TOLERANCE`), and no layer's
+    controls are nearly one direction (mean |cos| above ``CLUSTERED``: their spread, the z's
+    denominator, is then an artefact of the construction)."""
+    for c in controls.values():
+        if null == "variance" and not (c.variance_ratio_min >= 1 - MATCH_TOLERANCE
+                                       and c.variance_ratio_max <= 1 + MATCH_TOLERANCE):
+            return False
+        if np.isfinite(c.mean_abs_cos) and c.mean_abs_cos > CLUSTERED:
+            return False
+    return True
+
+
+def confound_notes(positions: np.ndarray, h_bayes: np.ndarray, seed: int = 0) -> list[str]:
+    """A plain note when the exact entropy of the prompts is (almost) a function of their final
+    token's position -- bijection without replacement -- so an axis fitted to entropy is an
+    axis of position."""
+    x, design = position_design(positions)
+    r2 = entropy_probe(x, h_bayes, ProbeConfig(seed=seed)).r2
+    if not r2 >= POSITION_CONFOUND_R2:
+        return []
+    return [f"position alone predicts the exact entropy of these prompts (cross-validated R² "
+            f"{r2:.3f}, {design}): the entropy axis here is also a position axis, and its "
+            "effects are effects of editing position; use a task whose entropy varies at a "
+            "fixed position (hmm, or bijection with --replacement)"]

@@ -291,6 +291,8 @@ def test_windtunnel_run_end_to_end_resumes_and_reproduces(windtunnel_run, tmp_pa
     assert s.resume.used and s.reused_conditions == 0
     assert s.conditions == ["cut+0.5", "cut+1", "keep_only", "shift-1", "shift+1"]
     assert s.vocabulary == "hypotheses" and s.null == "variance" and s.edit_space == "readout"
+    # bijection without replacement: the exact entropy is a function of position, said plainly
+    assert any("position alone predicts the exact entropy" in n for n in s.notes)
     eff = pd.read_parquet(out / "effects.parquet")
     assert set(eff["effect"]) == {"total", "norm_frozen"}
     # adjusted p-values: Holm over every test, and over the primary family only
