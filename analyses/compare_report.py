@@ -35,7 +35,7 @@ HEADLINE_NAMES = {
 }
 
 #: controls of a compared metric, by the suffix :mod:`analyses.compare` appends, in order
-CONTROLS = {"@random_init": "— random init (same class and config)",
+CONTROLS = {"@random_init": "— random init",
             "@position": "— position only", "|position": "— given position"}
 
 

@@ -28,7 +28,8 @@ from analyses.geometry_result import MetricRow
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """How one metric is named, labelled and shown."""
+    """How one metric is named, labelled and shown; ``control``: the metric is a control
+    itself, so it is not rerun on the random-initialisation twin."""
 
     name: str
     label: str
@@ -36,6 +37,7 @@ class MetricSpec:
     per_layer: bool = True
     compare: bool = False
     curve: bool = True
+    control: bool = False  # a control itself (random features, shuffled targets, ...)
 
 
 @dataclass

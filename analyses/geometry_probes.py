@@ -171,7 +171,7 @@ MEASURES: tuple[Measure, ...] = (
         MetricSpec("vm_linear_r2", "linear R² of entropy from attn_out", PAPER_I_VM,
                    compare=True),
         MetricSpec("vm_linear_r2_shuffled", "linear R² with entropy shuffled (control)",
-                   PAPER_I_VM, compare=True),
+                   PAPER_I_VM, compare=True, control=True),
         MetricSpec("vm_ordering", "ordering score of PC1 along entropy", PAPER_I_VM),
         MetricSpec("vm_max_abs_corr", "max |corr(PC_k, entropy)|, k ≤ 5", PAPER_I_VM)),
         value_manifold_rows, last_sites=lambda layers: [f"attn_out.{L}" for L in layers]),
@@ -181,7 +181,7 @@ MEASURES: tuple[Measure, ...] = (
         MetricSpec("qk_softmax_entropy_bits", "entropy of softmax(q·k/√d) (bits)", QK_DEF,
                    compare=True),
         MetricSpec("qk_uniform_entropy_bits", "uniform attention's entropy (bits, control)",
-                   QK_DEF, compare=True)),
+                   QK_DEF, compare=True, control=True)),
         qk_alignment_rows, last_sites=lambda layers: [f"attn.{L}.q" for L in layers],
         every_sites=lambda layers: [f"attn.{L}.k" for L in layers]),
     Measure("token_key_orthogonality", "model", (
@@ -190,7 +190,7 @@ MEASURES: tuple[Measure, ...] = (
         MetricSpec("token_key_signed_cos", "hypothesis-token keys: mean signed cos",
                    TOKEN_KEY_DEF, curve=False),
         MetricSpec("token_key_gaussian", "Gaussian |cos| at d_k (control)", TOKEN_KEY_DEF,
-                   compare=True)),
+                   compare=True, control=True)),
         token_key_rows, applies=lambda model: getattr(model.task, "hyp_slice", None) is not None),
     Measure("domain_manifolds", "sets", (
         MetricSpec("manifold_min_angle_deg", "smallest principal angle between prompt sets "
@@ -198,13 +198,14 @@ MEASURES: tuple[Measure, ...] = (
         MetricSpec("manifold_mean_angle_deg", "mean principal angle between prompt sets "
                    "(degrees)", MANIFOLD_DEF, compare=True, curve=False),
         MetricSpec("manifold_random_mean_angle_deg", "mean angle of random subspaces "
-                   "(degrees, control)", MANIFOLD_DEF, compare=True, curve=False),
+                   "(degrees, control)", MANIFOLD_DEF, compare=True, curve=False, control=True),
         MetricSpec("manifold_residual_fraction", "variance of the second set outside the "
                    "first's subspace", MANIFOLD_DEF, curve=False)),
         domain_manifold_rows),
     Measure("cka", "set", (
         MetricSpec("cka_to_table_layer", "linear CKA with the Table-1 layer", CKA_DEF),
-        MetricSpec("cka_random_control", "linear CKA of random features (control)", CKA_DEF)),
+        MetricSpec("cka_random_control", "linear CKA of random features (control)", CKA_DEF,
+                   control=True)),
         cka_rows),
 )
 

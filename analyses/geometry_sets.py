@@ -164,7 +164,8 @@ def random_init_baseline(model: interp.InterpModel, data: dict[str, SetData],
     """The same analysis on ``model``'s random-initialisation twin (:func:`interp.
     random_init_twin`, seeded by ``cfg.seed``): the same prompts, read against the trained
     model's targets; intervals from ``curve_resamples`` replicates. Its rows carry
-    ``reference="random_init"`` (position-only rows are the model's already)."""
+    ``reference="random_init"`` (position-only rows are the model's already, and metrics that
+    are controls themselves are not repeated)."""
     twin = interp.random_init_twin(model, seed=cfg.seed)
     key = model_keys(twin, next(iter(data.values())).layers, cfg)
     tdata = {n: capture_set(twin, n, d.prompts, d.layers, d.table_layer,
@@ -172,7 +173,9 @@ def random_init_baseline(model: interp.InterpModel, data: dict[str, SetData],
                             n_resamples=cfg.curve_resamples, progress=cfg.progress,
                             targets=d.targets) for n, d in data.items()}
     _, summaries, rows = analyse(twin, tdata, key, cfg)
-    rows = [replace(r, reference="random_init") for r in rows if r.reference == "model"]
+    controls = {n for n, spec in geometry_probes.catalogue().items() if spec.control}
+    rows = [replace(r, reference="random_init") for r in rows
+            if r.reference == "model" and r.metric not in controls]
     return RandomInitBaseline(twin.info.name, cfg.seed, key, summaries), rows
 
 

@@ -52,7 +52,7 @@ def test_probe_beyond_position_separates_position_from_entropy_features():
 
 
 def test_constant_residual_gives_nan():
-    pos = np.repeat(np.arange(5), 4)
-    assert np.isnan(partial_spearman(pos.astype(float), np.arange(20.0), pos))
+    pos = np.repeat(np.arange(5), 10)
+    assert np.isnan(partial_spearman(pos.astype(float), np.arange(50.0), pos))
     with pytest.raises(ValueError):
         partial_spearman(np.arange(5.0), np.arange(4.0), np.arange(5))
