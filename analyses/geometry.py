@@ -25,8 +25,9 @@ their model entropy is taken over the hypothesis tokens.
 
 Writes to ``out``: ``table.parquet`` (tidy: prompt_set, layer, metric, target, value, low,
 high, reference -- ``model``, ``random_init`` or ``position``), ``prompts.parquet`` (the
-sampled prompts with entropies and PC coordinates), ``pool.parquet`` (scored pool, reused by a rerun with the same model and pool), ``summary.json``
-(the :class:`~analyses.geometry_result.GeometryResult`), ``manifest.json`` and ``report.html``.
+sampled prompts with entropies and PC coordinates), ``pool.parquet`` (scored pool, reused by a
+rerun with the same model and pool), ``summary.json`` (the
+:class:`~analyses.geometry_result.GeometryResult`), ``manifest.json`` and ``report.html``.
 """
 
 from __future__ import annotations
