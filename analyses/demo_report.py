@@ -18,13 +18,19 @@ STEER_METRICS = ("d_mae", "d_kl_bayes", "kl_clean", "top1_flip", "d_axis_corr",
 
 
 def headline_table(r: DemoResult) -> pd.DataFrame:
-    """Tidy headline numbers: section, subject, condition, metric, value, p (NaN if none)."""
+    """Tidy headline numbers: section, subject, condition, metric, value, and for steering
+    effects the raw permutation p, its Holm adjustment over every test of the run and the
+    energy the axis edit and its controls moved (NaN where none)."""
     rows: list[dict[str, Any]] = []
+    nan = float("nan")
 
     def add(section: str, subject: str, cond: str, metric: str, value: float,
-            p: float = float("nan")) -> None:
+            p: float = nan, p_holm: float = nan, energy_axis: float = nan,
+            energy_null: float = nan) -> None:
         rows.append({"section": section, "subject": subject, "condition": cond,
-                     "metric": metric, "value": float(value), "p": float(p)})
+                     "metric": metric, "value": float(value), "p": float(p),
+                     "p_holm": float(p_holm), "energy_axis": float(energy_axis),
+                     "energy_null": float(energy_null)})
 
     for subject, t in [*((t.arch, t) for t in r.windtunnel), ("hmm-transformer", r.hmm)]:
         for m in ("entropy_mae_bits", "kl_bits", "accuracy"):
@@ -41,7 +47,9 @@ def headline_table(r: DemoResult) -> pd.DataFrame:
             for eff, mets in effs.items():
                 for m in STEER_METRICS:
                     if m in mets:
-                        add(name, st.model, f"{cond} ({eff})", m, mets[m].axis, mets[m].p)
+                        e = mets[m]
+                        add(name, st.model, f"{cond} ({eff})", m, e.axis, e.p, e.p_holm,
+                            e.energy_axis, e.energy_null)
     return pd.DataFrame(rows)
 
 

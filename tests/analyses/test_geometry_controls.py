@@ -13,6 +13,7 @@ import pytest
 import interp
 from analyses import compare, geometry_probes
 from analyses.geometry import GeometryConfig, run_geometry
+from analyses.models import open_model
 from windtunnel import make_task
 from windtunnel.architectures import build_model
 from windtunnel.training import TrainConfig, train
@@ -50,6 +51,13 @@ def test_a_model_at_random_init_is_indistinguishable_from_its_control(tmp_path):
         assert v == pytest.approx(mine[k], rel=1e-6, abs=1e-9, nan_ok=True), k
     assert r.key_orthogonality.init_mean_abs_cos == pytest.approx(
         r.key_orthogonality.mean_abs_cos)
+
+
+def test_a_trained_runs_twin_is_its_own_step_zero(hmm_run):
+    trained = open_model(hmm_run)
+    start = interp.InterpModel(build_model(trained.task, "transformer", "tiny", seed=0))
+    assert interp.random_init_twin(trained, seed=0).weights_digest() == start.weights_digest()
+    assert trained.weights_digest() != start.weights_digest()
 
 
 def test_a_trained_wind_tunnel_separates_from_its_random_init(hmm_run, tmp_path):
