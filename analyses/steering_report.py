@@ -182,8 +182,8 @@ def survival_text(s: SteerResult) -> str:
     """Which conditions' primary test survives multiplicity adjustment, plainly."""
     n = len(s.conditions)
     floor = 1 / (s.n_random + 1)
-    perm = ", ".join(s.survivors) or "none"
-    par = ", ".join(s.survivors_parametric) or "none"
+    perm = ", ".join(_signed(s, c) for c in s.survivors) or "none"
+    par = ", ".join(_signed(s, c) for c in s.survivors_parametric) or "none"
     text = (f"Primary test {s.primary}, Holm over {n} condition(s) at 0.05: survives with "
             f"the permutation p: {perm}; with the parametric z-test: {par}.")
     if not s.parametric_reliable:
@@ -194,6 +194,16 @@ def survival_text(s: SteerResult) -> str:
                  f"{s.n_random + 1} = {floor:.3f}, and Holm over {n} needs ≤ {0.05 / n:.4f}: "
                  "no permutation test can survive; use more controls.)")
     return text
+
+
+def _signed(s: SteerResult, cond: str) -> str:
+    """A surviving condition with the direction of its difference: the tests are two-sided,
+    so an axis effect *smaller* than every control's survives too (the axis matters less)."""
+    stat = s.headline.get(cond, {}).get("total", {}).get("d_kl_bayes")
+    if stat is None or not np.isfinite(stat.z):
+        return cond
+    side = "larger" if abs(stat.axis) > abs(stat.null_mean) else "smaller"
+    return f"{cond} (|effect| {side} than the controls', z = {stat.z:+.1f})"
 
 
 def format_summary(s: SteerResult) -> str:
