@@ -6,8 +6,9 @@
   final-token positions, also the partial |ρ(PC1, target | position)| and the probe R² of the
   target's position residual (:mod:`probes.position_control`).
 * :func:`position_controls`: what a position-only predictor gives for each target.
-* :func:`key_orthogonality_summary`: weight-based key orthogonality per layer with the Gaussian
-  √(2/(π·d_model)) and random-initialisation baselines.
+* :func:`key_orthogonality_summary`: weight-based key orthogonality per layer with the analytic
+  Gaussian √(2/(π·d_model)) and i.i.d. Gaussian W_K references; :func:`with_init_keys` sets the
+  random-initialisation twin's numbers beside them.
 * :func:`set_summary` and :func:`set_rows`: one prompt set's typed headline and its tidy rows.
 """
 
