@@ -77,7 +77,7 @@ from analyses.options import (
 from analyses.prompt_pool import MIXED, PROMPT_SETS
 from analyses.segmentation import WindowSpec
 from analyses.task_prompts import TASK_SET
-from probes import ProbeConfig
+from probes import POSITION_CONFOUND_R2, ProbeConfig
 from records import (
     check_options,
     option,
@@ -237,10 +237,6 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
     result.wall_s = result.timings_s["total"]
     write_result(out / "summary.json", result)
     return result
-
-
-#: position-only R² above which a target counts as a function of position
-POSITION_CONFOUND_R2 = 0.95
 
 
 def confound_notes(summaries: dict[str, SetSummary]) -> list[str]:

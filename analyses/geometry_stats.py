@@ -44,7 +44,7 @@ from probes import (
     gaussian_abs_cos_baseline,
     layer_key_orthogonality,
     partial_spearman,
-    position_design,
+    position_only_r2,
     position_residual,
     random_init_baseline,
     spearman,
@@ -100,11 +100,11 @@ def position_controls(positions: np.ndarray, targets: Mapping[str, np.ndarray],
                       ) -> list[PositionControl]:
     """Per target: the position-only probe R² and |ρ(position, target)|, beside the Table-1
     layer's position-controlled numbers (``table_stats`` computed with ``positions``)."""
-    x, design = position_design(positions)
     out = []
     for name, t in targets.items():
+        r2, design = position_only_r2(positions, t, probe)
         out.append(PositionControl(
-            name, design, int(np.unique(positions).size), entropy_probe(x, t, probe).r2,
+            name, design, int(np.unique(positions).size), r2,
             abs(float(spearman(positions, t))), table_stats.partial_abs_rho.get(name, NAN),
             table_stats.probe_r2_beyond_position.get(name, NAN)))
     return out

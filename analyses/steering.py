@@ -273,7 +273,6 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
     primary = effects[effects["primary"]] if len(effects) else effects
     controls = {str(L): ControlSet.of(directions.ratios[L], directions.mean_abs_cos[L])
                 for L in layers}
-    positions = np.array([len(t) - 1 for t in m.encode(pp.prompts)[0]])
     result = SteerResult(
         model=m.info.name, model_info=m.info, task=pp.name, n_prompts=len(pp),
         group_name=pp.group_name, layers=layers, sites=sites, positions=cfg.positions,
@@ -292,7 +291,7 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
         survivors_parametric=[str(c) for c in
                               primary[primary["survives_parametric"]]["condition"]],
         parametric_reliable=parametric_reliable(cfg.null, controls),
-        notes=confound_notes(positions, pp.h_bayes_bits, cfg.seed),
+        notes=confound_notes(runner.last_positions, pp.h_bayes_bits, cfg.seed),
         wall_s=round(time.perf_counter() - t0, 2), clean_pass_s=round(t_clean, 2),
         reused_conditions=reused)
     write_table(out / "table.parquet", table)

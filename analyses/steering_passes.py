@@ -89,6 +89,8 @@ class Runner:
         self.start = min(layers)
         self.chunks: list[Chunk] = []
         self.resume_rel_error: float | None = None
+        #: each prompt's final-token position [N] (set by the clean pass)
+        self.last_positions = np.zeros(0, dtype=np.int64)
         #: max |unembed(final_norm(h_clean)) − clean logits| / max |clean logits| (direct path)
         self.head_rel_error: float | None = None
         self.resumed = True
@@ -98,6 +100,7 @@ class Runner:
 
     def clean(self) -> PassOutput:
         tokens, _ = self.m.encode(self.pp.prompts)
+        self.last_positions = np.array([len(t) - 1 for t in tokens])
         order = np.argsort([len(t) for t in tokens], kind="stable")  # less padding per batch
         stores: dict[int, list[torch.Tensor]] = {L: [] for L in self.layers}
         scales: list[torch.Tensor] = []

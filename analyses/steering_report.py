@@ -13,10 +13,9 @@ from plotly.subplots import make_subplots
 
 from analyses.report import html_report
 from analyses.results import SteerResult
-from analyses.steering_nulls import CLUSTERED
 from analyses.steering_passes import EFFECTS
 from analyses.steering_scores import RELATIVE_METRICS
-from analyses.steering_stats import p_text
+from analyses.steering_stats import p_text, shortfalls
 
 #: (kind, metric, y label) panels of the dose–response figure
 PANELS = (
@@ -151,12 +150,12 @@ def control_caveats(r: SteerResult) -> str:
     matched (the variance null could not reach the axis' variance) or controls clustered."""
     out = []
     for k, c in r.controls.items():
-        if r.null == "variance" and not 0.99 <= c.variance_ratio_min <= c.variance_ratio_max \
-                <= 1.01:
+        unmatched, clustered = shortfalls(r.null, c)
+        if unmatched:
             out.append(f"L{k}: no direction orthogonal to the axis carries its variance; the "
                        f"controls carry {c.variance_ratio_median:.2f} of it, so they move less "
                        "than the axis (compare the energies).")
-        if np.isfinite(c.mean_abs_cos) and c.mean_abs_cos > CLUSTERED:
+        if clustered:
             out.append(f"L{k}: the controls are nearly one direction (mean |cos| "
                        f"{c.mean_abs_cos:.2f}): their spread is small, so z and the parametric "
                        "p overstate significance; read the effects against the energies.")

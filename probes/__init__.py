@@ -55,7 +55,13 @@ from probes.multiple_testing import holm
 from probes.null_test import NullTest, null_test, parametric_p
 from probes.pca import PCAResult, fit_pca
 from probes.pca_summary import PCASummary, bootstrap_variance_ratios, summarize_pca
-from probes.position_control import partial_spearman, position_design, position_residual
+from probes.position_control import (
+    POSITION_CONFOUND_R2,
+    partial_spearman,
+    position_design,
+    position_only_r2,
+    position_residual,
+)
 from probes.qk_alignment import QKAlignment, qk_alignment, qk_alignment_profile, qk_cosines
 from probes.streaming_entropy_probe import StreamingEntropyProbe
 from probes.streaming_moments import StreamingMoments
@@ -65,6 +71,7 @@ from probes.validation_criteria import CriteriaResult, CriteriaThresholds, valid
 from probes.value_manifold import ValueManifoldSummary, ordering_score, value_manifold_summary
 
 __all__ = [
+    "POSITION_CONFOUND_R2",
     "AttentionEntropyProfile",
     "AxisProvenance",
     "Calibration",
@@ -124,6 +131,7 @@ __all__ = [
     "pearson",
     "percentile_interval",
     "position_design",
+    "position_only_r2",
     "position_residual",
     "principal_angles",
     "project_onto_manifold",

@@ -12,6 +12,8 @@ is accounted for.
   19 query positions, or text prompts of many lengths: a one-hot design would absorb chance
   variance; ranks keep a few very long prompts from dominating a fold; the cubic fits
   bijection's log2(V − k + 1) with R² 0.998).
+* :func:`position_only_r2`: the cross-validated ridge R² of a target from that design alone;
+  at or above :data:`POSITION_CONFOUND_R2` the target counts as a function of position.
 * :func:`position_residual`: a target minus its least-squares fit on that design (intercept
   included): the part of the target position cannot explain.
 * :func:`partial_spearman`: Spearman ρ(x, y | position), the Pearson correlation of the ranks
@@ -26,6 +28,10 @@ import numpy as np
 from infotheory import pearson
 from probes.arrays import as_vector
 from probes.correlation import average_ranks
+from probes.entropy_probe import ProbeConfig, entropy_probe
+
+#: position-only R² at or above which a target counts as a function of position (a confound)
+POSITION_CONFOUND_R2 = 0.95
 
 
 def position_design(positions: object) -> tuple[np.ndarray, str]:
@@ -44,6 +50,15 @@ def position_design(positions: object) -> tuple[np.ndarray, str]:
     r = average_ranks(p)
     z = (r - r.mean()) / (r.std() or 1.0)
     return np.stack([z, z ** 2, z ** 3], axis=1), "cubic in position rank"
+
+
+def position_only_r2(positions: object, target: object, probe: ProbeConfig | None = None,
+                     ) -> tuple[float, str]:
+    """(cross-validated ridge R² of ``target`` [n] from :func:`position_design` of
+    ``positions`` [n] alone, the design's description)."""
+    x, design = position_design(positions)
+    return entropy_probe(x, as_vector(target, "target", n=x.shape[0]), probe or ProbeConfig()).r2, \
+        design
 
 
 def position_residual(target: object, positions: object) -> np.ndarray:
