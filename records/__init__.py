@@ -1,34 +1,79 @@
 """records: the bottom of bayesgeom -- atomic files, JSON and tables, run manifests, typed
-results, declared options and the fingerprint + finished-part protocol. It imports no other
+results, declared options, the fingerprint + finished-part protocol, checksums, one-line
+errors with their exit statuses, and run directories held by one writer. It imports no other
 bayesgeom package; all of them may import it."""
 
-from records.atomic import atomic_write, atomic_write_bytes, atomic_write_text
-from records.files import json_safe, read_json, write_json, write_table, write_text
+from records.atomic import atomic_write, atomic_write_bytes, atomic_write_text, make_dir, os_errors
+from records.checksums import (
+    check_safetensors,
+    file_sha256,
+    has_checksums,
+    verify_checksums,
+    write_checksums,
+)
+from records.errors import (
+    BayesgeomError,
+    FaultError,
+    FileFault,
+    InputFileError,
+    UsageError,
+    exit_code,
+    os_error_line,
+)
+from records.files import (
+    json_safe,
+    read_json,
+    read_table,
+    read_text,
+    write_json,
+    write_table,
+    write_text,
+)
 from records.manifest import package_version, run_manifest
 from records.options import Option, OptionError, check_options, declared, option, same_option
-from records.reuse import Parts, file_sha256, fingerprint
+from records.reuse import Parts, fingerprint
+from records.run_dir import RunBusyError, RunDir, RunDirError, hold
 from records.typed import from_json, read_result, to_json, write_result
 
 __all__ = [
+    "BayesgeomError",
+    "FaultError",
+    "FileFault",
+    "InputFileError",
     "Option",
     "OptionError",
     "Parts",
+    "RunBusyError",
+    "RunDir",
+    "RunDirError",
+    "UsageError",
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_text",
     "check_options",
+    "check_safetensors",
     "declared",
+    "exit_code",
     "file_sha256",
     "fingerprint",
     "from_json",
+    "has_checksums",
+    "hold",
     "json_safe",
+    "make_dir",
     "option",
+    "os_error_line",
+    "os_errors",
     "package_version",
     "read_json",
     "read_result",
+    "read_table",
+    "read_text",
     "run_manifest",
     "same_option",
     "to_json",
+    "verify_checksums",
+    "write_checksums",
     "write_json",
     "write_result",
     "write_table",

@@ -12,10 +12,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from records.errors import FileFault, os_error_line
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -23,20 +26,43 @@ os.umask(_UMASK)
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp_path)``, fsync the result, then atomically move it to ``path``
-    (parents created). Returns ``path``."""
+    (parents created). Returns ``path``. An OS error (disk full, read-only, a file where a
+    folder should be) becomes a one-line :class:`~records.errors.FileFault` naming ``path``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    with os_errors(path):
+        make_dir(path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        try:
+            write(Path(tmp))
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o666 & ~_UMASK)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    return path
+
+
+@contextlib.contextmanager
+def os_errors(path: str | Path, writing: bool = True,
+              fix: str = "choose another --out") -> Iterator[None]:
+    """Turn an ``OSError`` raised inside the block (not already a
+    :class:`~records.errors.FileFault`) into a one-line ``FileFault`` naming ``path``."""
     try:
-        write(Path(tmp))
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        yield
+    except FileFault:
         raise
+    except OSError as e:
+        raise FileFault(os_error_line(e, path, writing, fix)) from e
+
+
+def make_dir(path: str | Path, fix: str = "choose another --out") -> Path:
+    """Create directory ``path`` (and parents) or raise a one-line ``FileFault``."""
+    path = Path(path)
+    with os_errors(path, fix=fix):
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 

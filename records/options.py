@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from records.errors import UsageError
 
-class OptionError(ValueError):
-    """A configuration value outside what its option declares."""
+
+class OptionError(UsageError):
+    """A configuration value outside what its option declares (a usage error, exit status 2)."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,8 @@ class Option:
     ``flag``: the command-line flag (default ``--field-name``; a name without dashes makes it
     positional); ``parse``: turns the command-line string into the value (default: from the
     field's type); ``choices``: allowed values; ``min`` / ``max``: inclusive bounds (each
-    element of a tuple); ``negate``: for a boolean that defaults to True, the flag that turns it
+    element of a tuple); ``above``: an exclusive lower bound (``above=0``: positive);
+    ``negate``: for a boolean that defaults to True, the flag that turns it
     off; ``required``: the command line must give it; ``cli=False``: API only."""
 
     help: str
@@ -46,6 +51,7 @@ class Option:
     choices: Sequence[Any] | None = None
     min: float | None = None
     max: float | None = None
+    above: float | None = None
     negate: str | None = None
     required: bool = False
     cli: bool = True
@@ -85,18 +91,48 @@ def _values(v: Any) -> list[Any]:
 
 def check_options(cfg: Any, error: type[Exception] = OptionError) -> None:
     """Raise ``error`` (:class:`OptionError` unless an experiment names its own) with a
-    one-line message naming the first field whose value breaks its declaration (a choice, a
-    bound, or a NaN/inf number)."""
+    one-line message naming the first field whose value breaks its declaration (its type, a
+    choice, a bound, or a NaN/inf number)."""
     message = _violation(cfg)
     if message is not None:
         raise error(message)
 
 
+def _plain_type(tp: Any) -> Any:
+    """``int`` for ``int | None``; the element type for ``tuple[int, ...]``; else ``tp``."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        tp = args[0] if len(args) == 1 else tp
+    if typing.get_origin(tp) is tuple:
+        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        if args and all(a == args[0] for a in args):
+            return args[0]
+    return tp
+
+
+def _type_violation(name: str, tp: Any, value: Any) -> str | None:
+    for v in _values(value) if typing.get_origin(tp) is not tuple else [value]:
+        if tp is int and (isinstance(v, bool) or not isinstance(v, int)):
+            return f"{name} must be an integer, got {v!r}"
+        if tp is float and (isinstance(v, bool) or not isinstance(v, int | float)):
+            return f"{name} must be a number, got {v!r}"
+        if tp is str and not isinstance(v, str):
+            return f"{name} must be a string, got {v!r}"
+    return None
+
+
 def _violation(cfg: Any) -> str | None:
+    try:
+        hints = typing.get_type_hints(type(cfg))
+    except Exception:  # an annotation that does not resolve: skip the type check
+        hints = {}
     for f, opt in declared(cfg):
         value = getattr(cfg, f.name)
         if value is None:
             continue
+        bad_type = _type_violation(f.name, _plain_type(hints.get(f.name)), value)
+        if bad_type is not None:
+            return bad_type
         if opt.choices is not None and value not in opt.choices:
             return f"{f.name} must be one of {', '.join(map(str, opt.choices))}, got {value!r}"
         for v in _values(value):
@@ -104,6 +140,8 @@ def _violation(cfg: Any) -> str | None:
                 continue
             if isinstance(v, float) and not math.isfinite(v):
                 return f"{f.name} must be finite, got {v}"
+            if opt.above is not None and v <= opt.above:
+                return f"{f.name} must be > {opt.above:g}, got {value!r}"
             if opt.min is not None and v < opt.min:
                 return f"{f.name} must be >= {opt.min:g}, got {value!r}"
             if opt.max is not None and v > opt.max:

@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 
 from records.atomic import atomic_write_bytes
+from records.checksums import file_sha256
+from records.errors import FileFault
 from records.files import json_safe, read_json, write_json, write_table
 
 MARKER = "done.json"
@@ -43,14 +45,6 @@ def fingerprint(*parts: Any, length: int = 16) -> str:
     """Hex digest (``length`` characters) of JSON-serialisable ``parts`` (key order ignored)."""
     blob = json.dumps(json_safe(list(parts)), sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:length]
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with Path(path).open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _write(stem: Path, obj: Any) -> Path:
@@ -90,8 +84,8 @@ class Parts:
         if not marker.exists():
             return None
         try:
-            rec = read_json(marker)
-        except (OSError, ValueError):
+            rec = read_json(marker, expect=dict)
+        except FileFault:
             return None
         if not isinstance(rec, dict) or rec.get("fingerprint") != fp:
             return None
