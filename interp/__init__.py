@@ -8,11 +8,15 @@
         model.logits(["The capital of France is"])
 
 Site names are listed in :mod:`interp.sites`; everything raises :class:`InterpError` subclasses
-with actionable messages.
+(usage errors, exit status 2; the faults among them -- :class:`NonFiniteActivationError`,
+:class:`StoreError` -- exit 1) or :class:`records.FileFault` (a damaged or unwritable file) with
+one-line, actionable messages. ``load`` reads safetensors only unless ``allow_pickle=True``;
+:func:`check_device` checks a device string against this machine.
 """
 
 from interp.activation_store import ActivationStore
 from interp.capture import capture
+from interp.devices import available_devices, check_device
 from interp.directions import (
     VarianceMatchWarning,
     projection_std,
@@ -28,10 +32,12 @@ from interp.errors import (
     NilInterventionError,
     NilInterventionWarning,
     NonFiniteActivationError,
+    PickleWeightsError,
     PositionError,
     PromptError,
     SiteNotLocatedError,
     StoreError,
+    StoreMismatchError,
     UnknownSiteError,
     UnsupportedArchitectureError,
 )
@@ -70,6 +76,7 @@ __all__ = [
     "NilInterventionError",
     "NilInterventionWarning",
     "NonFiniteActivationError",
+    "PickleWeightsError",
     "PositionError",
     "ProjectOut",
     "PromptError",
@@ -77,10 +84,13 @@ __all__ = [
     "Site",
     "SiteNotLocatedError",
     "StoreError",
+    "StoreMismatchError",
     "UnknownSiteError",
     "UnsupportedArchitectureError",
     "VarianceMatchWarning",
+    "available_devices",
     "capture",
+    "check_device",
     "intervene",
     "load",
     "projection_std",

@@ -1,13 +1,23 @@
 """``load``: one loader for Hub names, local directories and the embedded model.
 
-* ``None`` / ``"default"`` / ``"smollm2-135m-instruct"``: the embedded SmolLM2 (offline).
+* ``None`` / ``"default"`` / ``"smollm2-135m-instruct"``: the embedded SmolLM2 (offline; its
+  cached conversion is verified against recorded checksums on every load, see
+  :mod:`interp.embedded_model`).
 * a local directory: ``from_pretrained(dir)`` (local files only).
 * anything else is a Hub name: cached copies load offline; uncached ones download only when the
   Hub answers within seconds (see :mod:`interp.hub_access`).
 * an ``nn.Module`` (or an :class:`InterpModel`) is wrapped as it is.
 
-Remote code is never executed (``trust_remote_code`` stays off). Wind-tunnel runs are opened by
-``analyses.open_model``, which attaches their task (``interp`` knows no run layout).
+**Safetensors only** by default: weights that are pickle files only (``pytorch_model.bin``) are
+refused with one line saying how to convert them, unless ``allow_pickle=True`` (then
+transformers unpickles them with ``torch.load(weights_only=True)``); every local or cached
+``*.safetensors`` file is checked against its header first, so a truncated one is a one-line
+:class:`records.FileFault` naming it (see :mod:`interp.model_files`). A directory without
+tokenizer files loads (it takes token ids); text prompts to it say that it has no tokenizer.
+``device`` is checked by :func:`interp.check_device` before anything loads. Remote code is never
+executed (``trust_remote_code`` stays off), and transformers' Hub safetensors conversion bot is
+never called. Wind-tunnel runs are opened by ``analyses.open_model``, which attaches their task
+(``interp`` knows no run layout).
 
 Example (needs the Hub or a cached copy):
     >>> import interp
@@ -16,6 +26,10 @@ Example (needs the Hub or a cached copy):
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pickle
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +37,23 @@ import torch
 from torch import nn
 
 import interp.embedded_model as embedded_model
+from interp.devices import check_device, check_device_map
 from interp.errors import InterpError, ModelNotAvailableError
 from interp.hub_access import hub_load_kwargs
 from interp.model import InterpModel
+from interp.model_files import (
+    check_cached_hub_files,
+    check_weight_files,
+    damaged_fix,
+    has_tokenizer_files,
+    pickle_refusal,
+)
+from records import FileFault
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16,
           "fp16": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
+#: what transformers says when use_safetensors=True meets a Hub repo without safetensors
+_NO_SAFETENSORS = "cannot be loaded with `safetensors`"
 
 
 def parse_dtype(dtype: str | torch.dtype | None) -> torch.dtype | str | None:
@@ -53,18 +78,24 @@ def load(
     revision: str | None = None,
     attn_implementation: str | None = None,
     backend: str = "hf",
+    allow_pickle: bool = False,
 ) -> InterpModel:
     """Load a causal LM for capture and interventions.
 
     ``dtype``: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"`` or ``None`` (checkpoint
     default); ``device`` or ``device_map`` (e.g. ``"auto"``, to spread a model over devices,
     needs ``accelerate``); ``revision``: Hub branch/tag/commit; ``backend``: ``"hf"`` (forward
-    hooks) or ``"transformer_lens"`` (``TransformerBridge``).
+    hooks) or ``"transformer_lens"`` (``TransformerBridge``); ``allow_pickle``: also load
+    pickle ``*.bin`` weights (through ``torch.load(weights_only=True)``) where a model has no
+    safetensors.
     """
+    dev = check_device(device) if device is not None else None
+    if device_map is not None:
+        check_device_map(device_map)
     if isinstance(model, InterpModel):
         return model
     if isinstance(model, nn.Module):
-        return InterpModel(model, backend=backend)
+        return InterpModel(model.to(dev) if dev is not None else model, backend=backend)
     td = parse_dtype(dtype)
     if device is not None and device_map is not None:
         raise InterpError("pass either device or device_map, not both")
@@ -81,8 +112,8 @@ def load(
     if model is None or name in embedded_model.ALIASES:
         local = embedded_model.ensure_cached()
         meta = embedded_model.marker()
-        hf, tok = _from_dir(local, kw)
-        return _finish(hf, tok, device, backend, name=embedded_model.EMBEDDED_NAME,
+        hf, tok = _from_dir(local, {**kw, "use_safetensors": True})
+        return _finish(hf, tok, dev, backend, name=embedded_model.EMBEDDED_NAME,
                        source="embedded", revision=f"{meta['package']}=={meta['package_version']}"
                        f" sha256:{meta['gguf_sha256'][:12]}", tl_source=str(local))
     if path.exists():
@@ -92,35 +123,80 @@ def load(
             raise ModelNotAvailableError(
                 f"{path} holds no model (no config.json); a wind-tunnel run directory is opened "
                 "with analyses.open_model (or any bayesgeom command's --model)")
-        hf, tok = _from_dir(path, kw)
-        return _finish(hf, tok, device, backend, name=str(path), source="local",
+        safe = check_weight_files(path, allow_pickle)
+        hf, tok = _from_dir(path, {**kw, **_weights_kw(safe)})
+        return _finish(hf, tok, dev, backend, name=str(path), source="local",
                        tl_source=str(path))
     if _looks_like_path(name):
         raise ModelNotAvailableError(f"no such model directory: {path}")
     access = hub_load_kwargs(name, revision)
-    hf, tok = _from_dir(name, {**kw, **access, **({"revision": revision} if revision else {})})
-    return _finish(hf, tok, device, backend, name=name, source="hub", revision=revision,
+    check_cached_hub_files(name, revision)
+    hf, tok = _from_dir(name, {**kw, **access, **_weights_kw(not allow_pickle),
+                               **({"revision": revision} if revision else {})})
+    return _finish(hf, tok, dev, backend, name=name, source="hub", revision=revision,
                    tl_source=name)
 
 
+def _weights_kw(safetensors_only: bool) -> dict[str, Any]:
+    """``from_pretrained`` kwargs: safetensors only, or pickle through ``weights_only``."""
+    return {"use_safetensors": True} if safetensors_only else {"weights_only": True}
+
+
+@contextlib.contextmanager
+def _no_conversion_bot() -> Iterator[None]:
+    """Keep transformers from asking the Hub's safetensors-conversion bot to convert a pickle
+    repo (a network call and a pull request on someone else's repository)."""
+    key = "DISABLE_SAFETENSORS_CONVERSION"
+    old = os.environ.get(key)
+    os.environ[key] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = old
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
 def _from_dir(src: str | Path, kw: dict[str, Any]) -> tuple[nn.Module, Any | None]:
+    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     local_only = kw.get("local_files_only", isinstance(src, Path))
     try:
-        hf = AutoModelForCausalLM.from_pretrained(
-            src, **{**kw, "local_files_only": local_only})
+        with _no_conversion_bot():
+            hf = AutoModelForCausalLM.from_pretrained(
+                src, **{**kw, "local_files_only": local_only})
+    except SafetensorError as e:
+        raise FileFault(f"cannot read the weights of {src}: {str(e)[:120]}; "
+                        f"{damaged_fix(src)}") from e
+    except pickle.UnpicklingError as e:
+        raise ModelNotAvailableError(
+            f"the pickle weights of {src} hold more than tensors, so torch.load(weights_only="
+            f"True) refuses them ({_first_line(e)[:100]}); convert them to "
+            "safetensors where you trust the file") from e
     except (OSError, ValueError) as e:
-        raise ModelNotAvailableError(f"cannot load {src}: {e}") from e
+        if _NO_SAFETENSORS in str(e):
+            raise pickle_refusal(src, ["pytorch_model.bin"]) from e
+        raise ModelNotAvailableError(f"cannot load {src}: {_first_line(e)}") from e
+    if isinstance(src, Path) and not has_tokenizer_files(src):
+        return hf, None  # token ids only (AutoTokenizer would build an empty-vocabulary one)
     tok_kw = {k: v for k, v in kw.items() if k == "revision"}
     try:
         tok = AutoTokenizer.from_pretrained(src, local_files_only=local_only, **tok_kw)
     except (OSError, ValueError, TypeError):
         tok = None  # a model without a tokenizer takes token ids
+    if tok is not None and not len(tok) > 1:
+        tok = None  # no vocabulary beyond a special token: not a tokenizer
     return hf, tok
 
 
-def _finish(hf: nn.Module, tok: Any | None, device: str | torch.device | None, backend: str,
+def _finish(hf: nn.Module, tok: Any | None, device: torch.device | None, backend: str,
             **info: Any) -> InterpModel:
     if device is not None:
         hf = hf.to(device)

@@ -19,9 +19,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from interp.errors import InterpError
+from interp.errors import InterpError, NonFiniteActivationError
 from interp.families import AttentionGeometry, ModuleMap, locate
 from interp.hf_hooks import HFHookBackend, SiteFn
+from interp.model_files import no_tokenizer_message
 from interp.positions import PositionSpec, normalise_positions, position_mask
 from interp.prompts import Prompts, encode_prompts
 from interp.sites import Site, all_sites, parse_sites, valid_site_listing
@@ -54,6 +55,24 @@ def _n_ctx(model: nn.Module) -> int | None:
         if isinstance(v, int) and v > 0:
             return v
     return None
+
+
+def check_logits(logits: torch.Tensor, batch: TokenBatch, edits: Sequence[str]) -> None:
+    """Raise :class:`NonFiniteActivationError` if ``logits`` [B, T', V] of an intervened
+    forward hold NaN or inf at a real (not padding) token, naming ``edits`` and the first
+    prompt and position affected."""
+    width = logits.shape[1]
+    real = batch.attention_mask[:, batch.width - width:].bool().to(logits.device)
+    bad = (~torch.isfinite(logits)).any(-1) & real
+    if not bool(bad.any()):
+        return
+    b, t = (int(i) for i in torch.nonzero(bad)[0])
+    prompt, pos = int(batch.prompt_index[b]), t + batch.width - width - int(batch.offsets[b])
+    kind = "NaN" if bool(torch.isnan(logits[b, t]).any()) else "inf"
+    raise NonFiniteActivationError(
+        f"{kind} logits at prompt {prompt}, position {pos} under {'; '.join(edits)}: the edit "
+        "made the model's values non-finite downstream (too large a scale or shift?), or its "
+        "activations were not finite to begin with")
 
 
 class InterpModel:
@@ -109,6 +128,10 @@ class InterpModel:
         self.n_ctx = _n_ctx(hf_model)
         self.vocab_size: int | None = getattr(cfg, "vocab_size", None)
         self._batch: TokenBatch | None = None
+        #: the folder the model was read from (named when text meets a tokenizer-less model)
+        self.source_dir = tl_source if source in ("local", "embedded", "windtunnel") else None
+        #: labels of the active interventions that check the logits they lead to
+        self.checked_edits: list[str] = []
 
     def __repr__(self) -> str:
         return (f"InterpModel({self.info.name!r}, family={self.info.family}, "
@@ -171,7 +194,8 @@ class InterpModel:
     # ------------------------------------------------------------------ running
     def encode(self, prompts: Prompts) -> tuple[list[list[int]], list[str] | None]:
         """Validated token lists (and texts when prompts are strings)."""
-        return encode_prompts(prompts, self.tokenizer, self.n_ctx, self.vocab_size)
+        return encode_prompts(prompts, self.tokenizer, self.n_ctx, self.vocab_size,
+                              no_tokenizer_message(self.info.name, self.source_dir))
 
     @property
     def pad_id(self) -> int:
@@ -192,16 +216,22 @@ class InterpModel:
 
     def forward(self, batch: TokenBatch, logits_to_keep: int = 0, eager: bool = False,
                 ) -> torch.Tensor:
-        """Logits [B, T', V] for a padded batch, with hooks active (no gradients)."""
+        """Logits [B, T', V] for a padded batch, with hooks active (no gradients). Under an
+        intervention (that checks finiteness), non-finite logits raise
+        :class:`NonFiniteActivationError` naming the interventions and the prompt."""
         self._batch = batch
         try:
             with torch.no_grad():
                 if eager:
                     with self.backend.eager_attention():
-                        return self.backend.forward(batch, logits_to_keep)
-                return self.backend.forward(batch, logits_to_keep)
+                        logits = self.backend.forward(batch, logits_to_keep)
+                else:
+                    logits = self.backend.forward(batch, logits_to_keep)
         finally:
             self._batch = None
+        if self.checked_edits:
+            check_logits(logits, batch, self.checked_edits)
+        return logits
 
     def logits(self, prompts: Prompts) -> torch.Tensor:
         """Last-token logits [N, V] (float32) of some prompts, in one batch."""
