@@ -1,6 +1,10 @@
 """Directions for interventions: seeded random controls matched to a true axis (in norm, or in
 the variance they carry over a set of activations), and the spread of activations along a
-direction (the σ of a δ·σ shift)."""
+direction (the σ of a δ·σ shift).
+
+Every function refuses non-finite input instead of returning NaN: a NaN/inf or zero axis or
+direction, or one of the wrong size, is a :class:`DirectionShapeError`; NaN/inf activations a
+:class:`NonFiniteActivationError` (one line each)."""
 
 from __future__ import annotations
 
@@ -27,12 +31,11 @@ def random_controls(axis: torch.Tensor, n: int = 1, seed: int = 0) -> torch.Tens
     Drawn from a seeded generator (same seed, same controls), Gaussian, with the component
     along ``axis`` removed (twice, in float64, so the dot product is ~1e-16 relative).
     """
-    a = torch.as_tensor(axis).detach().to("cpu", torch.float64).flatten()
+    a = _vector(axis, "axis")
     norm = a.norm()
     if a.numel() < 2 or norm == 0:
         raise DirectionShapeError("the axis must be a non-zero vector of at least 2 entries")
-    if n < 1:
-        raise DirectionShapeError(f"n must be at least 1, got {n}")
+    _check_n(n)
     u = a / norm
     g = torch.Generator().manual_seed(seed)
     r = torch.randn(n, a.numel(), generator=g, dtype=torch.float64)
@@ -45,31 +48,50 @@ def random_controls(axis: torch.Tensor, n: int = 1, seed: int = 0) -> torch.Tens
 def projection_std(x: torch.Tensor, direction: torch.Tensor) -> float:
     """Standard deviation of ``x @ u`` over rows (``x`` [N, ...] flattened per row,
     u = direction / |direction|): the σ for :class:`interp.interventions.ShiftAlong`."""
-    xf = x.detach().flatten(1).double()
-    u = torch.as_tensor(direction).detach().flatten().double()
-    if u.numel() != xf.shape[1]:
-        raise DirectionShapeError(f"direction has {u.numel()} entries, rows have {xf.shape[1]}")
-    if xf.shape[0] < 2:
-        raise DirectionShapeError("need at least 2 rows to estimate a standard deviation")
-    return float((xf @ (u / u.norm())).std())
+    xc = _centred_rows(x, "x")
+    u = _unit_axis(direction, xc.shape[1], "direction")
+    return float((xc @ u).std())
 
 
-def _unit_axis(axis: torch.Tensor, features: int) -> torch.Tensor:
-    a = torch.as_tensor(axis).detach().to("cpu", torch.float64).flatten()
+def _vector(v: torch.Tensor, what: str) -> torch.Tensor:
+    """``v`` flattened to float64 on the CPU; NaN/inf entries are a DirectionShapeError."""
+    try:
+        a = torch.as_tensor(v).detach().to("cpu", torch.float64).flatten()
+    except (TypeError, ValueError, RuntimeError):
+        raise DirectionShapeError(f"the {what} must be a tensor of numbers") from None
+    if not bool(torch.isfinite(a).all()):
+        raise DirectionShapeError(f"the {what} has {int((~torch.isfinite(a)).sum())} NaN/inf "
+                                  "entries; pass a finite vector")
+    return a
+
+
+def _check_n(n: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise DirectionShapeError(f"n must be an integer of at least 1, got {n!r}")
+
+
+def _unit_axis(axis: torch.Tensor, features: int, what: str = "axis") -> torch.Tensor:
+    a = _vector(axis, what)
     if a.numel() != features:
-        raise DirectionShapeError(f"axis has {a.numel()} entries, activation rows have {features}")
-    if not bool(torch.isfinite(a).all()) or a.norm() == 0:
-        raise DirectionShapeError("the axis must be a finite, non-zero vector")
+        raise DirectionShapeError(f"{what} has {a.numel()} entries, activation rows have "
+                                  f"{features}")
+    if a.norm() == 0:
+        raise DirectionShapeError(f"the {what} must be a finite, non-zero vector")
     return a / a.norm()
 
 
-def _centred_rows(acts: torch.Tensor) -> torch.Tensor:
-    x = torch.as_tensor(acts).detach().to("cpu", torch.float64)
+def _centred_rows(acts: torch.Tensor, what: str = "acts") -> torch.Tensor:
+    try:
+        x = torch.as_tensor(acts).detach().to("cpu", torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise DirectionShapeError(f"{what} must be a tensor of numbers") from None
     if x.ndim < 2 or x.shape[0] < 2:
-        raise DirectionShapeError(f"acts must be [N, d] with N >= 2 rows, got {list(x.shape)}")
+        raise DirectionShapeError(f"{what} must be [N, d] with N >= 2 rows, got {list(x.shape)}")
     x = x.flatten(1)
     if not bool(torch.isfinite(x).all()):
-        raise NonFiniteActivationError("acts hold NaN or inf; drop or fix those rows first")
+        rows = int((~torch.isfinite(x)).any(1).sum())
+        raise NonFiniteActivationError(f"{what} hold NaN or inf in {rows} of {len(x)} rows; "
+                                       "drop or fix those rows first")
     return x - x.mean(0)
 
 
@@ -79,9 +101,21 @@ def variance_ratios(directions: torch.Tensor, axis: torch.Tensor, acts: torch.Te
     û, r̂ unit; variances over the rows of ``acts`` [N, d])."""
     xc = _centred_rows(acts)
     u = _unit_axis(axis, xc.shape[1])
-    r = torch.as_tensor(directions).detach().to("cpu", torch.float64).reshape(-1, xc.shape[1])
-    r = r / r.norm(dim=1, keepdim=True)
-    return (xc @ r.T).pow(2).sum(0) / (xc @ u).pow(2).sum()
+    r = _vector(directions, "directions")
+    if r.numel() == 0 or r.numel() % xc.shape[1]:
+        raise DirectionShapeError(f"directions must be [n, {xc.shape[1]}], got "
+                                  f"{list(torch.as_tensor(directions).shape)}")
+    r = r.reshape(-1, xc.shape[1])
+    norms = r.norm(dim=1, keepdim=True)
+    if bool((norms == 0).any()):
+        raise DirectionShapeError(f"direction {int(torch.nonzero(norms[:, 0] == 0)[0])} has "
+                                  "zero norm")
+    r = r / norms
+    target = (xc @ u).pow(2).sum()
+    if target == 0:
+        raise DirectionShapeError("the activations do not vary along the axis (variance 0), so "
+                                  "no ratio to it exists")
+    return (xc @ r.T).pow(2).sum(0) / target
 
 
 def variance_matched_controls(axis: torch.Tensor, acts: torch.Tensor, n: int = 1,
@@ -121,8 +155,7 @@ def variance_matched_controls(axis: torch.Tensor, acts: torch.Tensor, n: int = 1
         >>> variance_ratios(r, u, acts).round(decimals=9).tolist()
         [1.0, 1.0, 1.0]
     """
-    if n < 1:
-        raise DirectionShapeError(f"n must be at least 1, got {n}")
+    _check_n(n)
     shape = torch.as_tensor(axis).shape
     dtype = torch.as_tensor(axis).dtype
     xc = _centred_rows(acts)

@@ -3,6 +3,8 @@
 Each takes activations ``x`` [N, F] (float32) and a unit direction ``u`` [F] -- or, per head,
 ``x`` [N, k, dh] with ``u`` [k, dh] -- and returns the edited activations of the same shape.
 :class:`interp.DirectionEdit` applies one of them at a site, positions and heads of a model.
+Each refuses a non-finite parameter (``fraction``, ``amount``, ``scale``) with one
+:class:`~interp.errors.DirectionShapeError` line instead of returning NaN activations.
 
 Example:
     >>> import torch
@@ -13,7 +15,25 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 import torch
+
+from interp.errors import DirectionShapeError
+
+
+def check_finite(name: str, value: float | torch.Tensor) -> None:
+    """Raise :class:`DirectionShapeError` unless ``value`` is a finite number (or a tensor of
+    finite numbers)."""
+    try:
+        if isinstance(value, str | bytes):
+            raise TypeError
+        ok = (bool(torch.isfinite(value).all()) if isinstance(value, torch.Tensor)
+              else math.isfinite(value))
+    except TypeError:
+        raise DirectionShapeError(f"{name} must be a number, got {type(value).__name__}") from None
+    if not ok:
+        raise DirectionShapeError(f"{name} must be finite, got {value}")
 
 
 def dot(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -24,6 +44,7 @@ def dot(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 def project_out(x: torch.Tensor, u: torch.Tensor, fraction: float = 1.0) -> torch.Tensor:
     """``x − f (x·u) u``: f = 1 removes the component along u; 0 < f < 1 is a partial cut (for
     dose–response sweeps); f = 2 reflects x through the hyperplane orthogonal to u."""
+    check_finite("fraction", fraction)
     return x - fraction * dot(x, u) * u
 
 
@@ -34,9 +55,11 @@ def keep_only(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 
 def shift(x: torch.Tensor, u: torch.Tensor, amount: float) -> torch.Tensor:
     """``x + amount · u`` (``amount`` = δσ for a shift of δ standard deviations)."""
+    check_finite("amount", amount)
     return x + amount * u
 
 
 def add(x: torch.Tensor, v: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     """``x + scale · v`` for an arbitrary (not normalised) vector v."""
+    check_finite("scale", scale)
     return x + scale * v

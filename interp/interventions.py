@@ -21,162 +21,48 @@ intervention that never matched a position or whose effect on the hooked activat
 numerically nil (max change <= ``nil_rtol`` × max |x|) is reported with a
 :class:`NilInterventionWarning` (or raises :class:`NilInterventionError` with ``strict=True``);
 ``h.effects`` holds the measured change per site.
+
+Numeric guards: every parameter (``scale``, ``fraction``, ``delta``, ``sigma``, a
+:class:`DirectionEdit`'s keyword parameters) must be a finite number and every vector finite --
+and non-zero where it is a direction -- when the intervention is built, and of the site's shape
+when it is attached (:class:`DirectionShapeError`, one line). While the context is open
+(``check_finite=True``, the default), an edit that turns finite activations into NaN or inf
+(e.g. a huge scale, or overflow into float16) and non-finite logits of an intervened forward
+raise :class:`NonFiniteActivationError` naming the intervention, site, prompt and position, so
+a NaN is never reported as an edit that "had no effect".
 """
 
 from __future__ import annotations
 
-import math
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import torch
 
-from interp.edits import add, keep_only, project_out, shift
 from interp.errors import (
     DirectionShapeError,
     InterpError,
     NilInterventionError,
     NilInterventionWarning,
+    NonFiniteActivationError,
 )
-from interp.positions import PositionSpec, normalise_positions
+from interp.intervention_kinds import (
+    AddVector,
+    DirectionEdit,
+    Intervention,
+    KeepOnly,
+    ProjectOut,
+    ShiftAlong,
+)
+from interp.positions import normalise_positions
 from interp.sites import Site
 
 NIL_RTOL = 1e-6
-
-
-@dataclass
-class Intervention:
-    """Base: where an edit applies. Subclasses define the vector and the edit."""
-
-    site: str | Sequence[str]
-    positions: PositionSpec = field(default="all", kw_only=True)
-    heads: Sequence[int] | None = field(default=None, kw_only=True)
-
-    def _vector(self) -> torch.Tensor:
-        raise NotImplementedError
-
-    def _unit(self) -> bool:
-        return True
-
-    def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """Edited ``x`` [..., F] given the prepared vector ``v`` (broadcastable, unit if a
-        direction)."""
-        raise NotImplementedError
-
-    def label(self) -> str:
-        return type(self).__name__
-
-    def _check_finite(self, **params: float) -> None:
-        bad = {k: v for k, v in params.items() if not math.isfinite(float(v))}
-        if bad:
-            raise DirectionShapeError(f"{self.label()}: parameters must be finite, got {bad}")
-
-
-@dataclass
-class DirectionEdit(Intervention):
-    """Apply ``operation(x, u, **params)`` (a plain function of :mod:`interp.edits`, or your
-    own with that signature) with the unit direction u = direction / |direction|.
-
-    Example:
-        >>> import torch
-        >>> e = DirectionEdit("attn.-1.v", torch.ones(4), project_out, fraction=0.5)
-        >>> e.label()
-        'project_out(fraction=0.5)'
-    """
-
-    direction: torch.Tensor
-    operation: Callable[..., torch.Tensor] = project_out
-    params: dict[str, float] = field(default_factory=dict)
-
-    def __init__(self, site: str | Sequence[str], direction: torch.Tensor,
-                 operation: Callable[..., torch.Tensor] = project_out, *,
-                 positions: PositionSpec = "all", heads: Sequence[int] | None = None,
-                 **params: float):
-        super().__init__(site, positions=positions, heads=heads)
-        self.direction, self.operation, self.params = direction, operation, dict(params)
-        self._check_finite(**self.params)
-
-    def _vector(self) -> torch.Tensor:
-        return torch.as_tensor(self.direction)
-
-    def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return self.operation(x, v, **self.params)
-
-    def label(self) -> str:
-        args = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
-        return f"{getattr(self.operation, '__name__', 'edit')}({args})"
-
-
-@dataclass
-class AddVector(Intervention):
-    """``x + scale · vector``."""
-
-    vector: torch.Tensor
-    scale: float = field(default=1.0, kw_only=True)
-
-    def __post_init__(self) -> None:
-        self._check_finite(scale=self.scale)
-
-    def _vector(self) -> torch.Tensor:
-        return torch.as_tensor(self.vector)
-
-    def _unit(self) -> bool:
-        return False
-
-    def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return add(x, v, self.scale)
-
-
-@dataclass
-class ProjectOut(Intervention):
-    """Remove the fraction ``fraction`` of the component along ``direction``
-    (:func:`interp.edits.project_out`)."""
-
-    direction: torch.Tensor
-    fraction: float = field(default=1.0, kw_only=True)
-
-    def __post_init__(self) -> None:
-        self._check_finite(fraction=self.fraction)
-
-    def _vector(self) -> torch.Tensor:
-        return torch.as_tensor(self.direction)
-
-    def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return project_out(x, v, self.fraction)
-
-
-@dataclass
-class KeepOnly(Intervention):
-    """Keep only the component along ``direction`` (:func:`interp.edits.keep_only`)."""
-
-    direction: torch.Tensor
-
-    def _vector(self) -> torch.Tensor:
-        return torch.as_tensor(self.direction)
-
-    def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return keep_only(x, v)
-
-
-@dataclass
-class ShiftAlong(Intervention):
-    """Move along the unit ``direction`` by ``delta · sigma`` (:func:`interp.edits.shift`)."""
-
-    direction: torch.Tensor
-    delta: float
-    sigma: float = field(default=1.0, kw_only=True)
-
-    def __post_init__(self) -> None:
-        self._check_finite(delta=self.delta, sigma=self.sigma)
-
-    def _vector(self) -> torch.Tensor:
-        return torch.as_tensor(self.direction)
-
-    def edit(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return shift(x, v, self.delta * self.sigma)
+__all__ = ["AddVector", "DirectionEdit", "Intervention", "InterventionEffect",
+           "InterventionHandle", "KeepOnly", "ProjectOut", "ShiftAlong", "intervene"]
 
 
 @dataclass
@@ -208,7 +94,8 @@ def _prepare(iv: Intervention, site: Site, model: Any) -> tuple[torch.Tensor, li
     """(vector as float32 [F] or [k, dh], heads or None), checked against the site's shape."""
     if not site.writable:
         raise InterpError(f"site {site.name} is read-only; interventions cannot write to it")
-    v = iv._vector().detach().to("cpu", torch.float32)
+    iv.check()  # again: its fields may have changed since it was built
+    v = iv.vector_tensor().to("cpu", torch.float64)
     shape = model.feature_shape(site)
     F = int(torch.tensor(shape).prod())
     heads = None if iv.heads is None else [int(h) for h in iv.heads]
@@ -231,31 +118,57 @@ def _prepare(iv: Intervention, site: Site, model: Any) -> tuple[torch.Tensor, li
         want = f"[{F}]" + (f" or {list(shape)}" if len(shape) > 1 else "")
         raise DirectionShapeError(
             f"{iv.label()} at {site.name}: vector must have shape {want}, got {list(v.shape)}")
-    if not bool(torch.isfinite(v).all()):
-        raise DirectionShapeError(f"{iv.label()} at {site.name}: vector has NaN/inf entries")
     if iv._unit():
-        norm = v.norm(dim=-1, keepdim=True)
+        norm = v.norm(dim=-1, keepdim=True)  # float64: no overflow for large float32 entries
         if bool((norm == 0).any()):
             raise DirectionShapeError(f"{iv.label()} at {site.name}: direction has zero norm")
         v = v / norm
+    v = v.to(torch.float32)
+    if not bool(torch.isfinite(v).all()):
+        raise DirectionShapeError(f"{iv.label()} at {site.name}: the vector overflows float32 "
+                                  "(entries beyond 3.4e38); pass a smaller vector")
     return v, heads
+
+
+def _raise_nonfinite(iv: Intervention, site: Site, model: Any, mask: torch.Tensor,
+                     bad_rows: torch.Tensor) -> None:
+    """Name the prompt and position of the first edited row that became non-finite."""
+    b, t = (int(i) for i in torch.nonzero(mask)[int(torch.nonzero(bad_rows)[0])])
+    batch = model.current_batch
+    if batch is not None:
+        prompt = int(batch.prompt_index[b])
+        pos = t + batch.width - mask.shape[1] - int(batch.offsets[b])
+    else:
+        prompt, pos = b, t
+    raise NonFiniteActivationError(
+        f"{iv.label()} at {site.name} turned finite activations into NaN/inf at prompt {prompt}, "
+        f"position {pos} ({int(bad_rows.sum())} of {len(bad_rows)} edited rows); use a smaller "
+        "scale or shift, or a wider dtype")
 
 
 class InterventionHandle:
     """Registered interventions; a context manager that removes them on exit."""
 
     def __init__(self, model: Any, interventions: Sequence[Intervention], strict: bool = False,
-                 nil_rtol: float = NIL_RTOL):
+                 nil_rtol: float = NIL_RTOL, check_finite: bool = True):
         self.model, self.strict, self.nil_rtol = model, strict, nil_rtol
+        self.check_finite = check_finite
         self.effects: list[InterventionEffect] = []
         self._handles: list[Any] = []
+        self._labels: list[str] = []
         try:
             for iv in interventions:
+                if not isinstance(iv, Intervention):
+                    raise InterpError(f"intervene() takes Intervention objects (ProjectOut, "
+                                      f"AddVector, ...), got {type(iv).__name__}")
                 for site in model.resolve_sites(iv.site):
                     self._attach(iv, site)
         except BaseException:
             self.remove()
             raise
+        if check_finite and hasattr(model, "checked_edits"):
+            self._labels = [f"{e.intervention} at {e.site}" for e in self.effects]
+            model.checked_edits.extend(self._labels)
 
     def _attach(self, iv: Intervention, site: Site) -> None:
         v, heads = _prepare(iv, site, self.model)
@@ -279,6 +192,11 @@ class InterventionHandle:
                 new = xf.clone()
                 new[:, heads] = iv.edit(xf[:, heads], vv)
             new = new.to(x.dtype)
+            if self.check_finite:
+                gone = (torch.isfinite(xf).flatten(1).all(1)
+                        & ~torch.isfinite(new).flatten(1).all(1))
+                if bool(gone.any()):
+                    _raise_nonfinite(iv, site, model, mask.cpu(), gone.cpu())
             eff.rows += int(mask.sum())
             eff.max_abs_change = max(eff.max_abs_change, float((new.float() - xf).abs().max()))
             eff.max_abs_activation = max(eff.max_abs_activation, float(xf.abs().max()))
@@ -293,6 +211,11 @@ class InterventionHandle:
         """Detach every hook (idempotent)."""
         while self._handles:
             self._handles.pop().remove()
+        active = getattr(self.model, "checked_edits", None)
+        while self._labels:
+            label = self._labels.pop()
+            if active is not None and label in active:
+                active.remove(label)
 
     def nil_effects(self) -> list[InterventionEffect]:
         return [e for e in self.effects if e.nil(self.nil_rtol)]
@@ -318,9 +241,11 @@ class InterventionHandle:
 
 
 def intervene(model: Any, *interventions: Intervention, strict: bool = False,
-              nil_rtol: float = NIL_RTOL) -> InterventionHandle:
+              nil_rtol: float = NIL_RTOL, check_finite: bool = True) -> InterventionHandle:
     """Register ``interventions`` on ``model`` (an :class:`interp.InterpModel`) now; use the
-    result as a context manager (or call ``.remove()``)."""
+    result as a context manager (or call ``.remove()``). ``check_finite``: raise
+    :class:`NonFiniteActivationError` when an edit or the logits it leads to are not finite."""
     if not interventions:
         raise InterpError("intervene() needs at least one intervention")
-    return InterventionHandle(model, interventions, strict=strict, nil_rtol=nil_rtol)
+    return InterventionHandle(model, interventions, strict=strict, nil_rtol=nil_rtol,
+                              check_finite=check_finite)

@@ -66,3 +66,31 @@ def test_bad_input_is_a_clear_error():
     bad[3, 2] = float("nan")
     with pytest.raises(NonFiniteActivationError, match="NaN"):
         interp.variance_matched_controls(torch.ones(8), bad)
+
+
+def test_non_finite_or_zero_input_is_refused_instead_of_returning_nan():
+    x = _acts(20, 8)
+    nan_axis = torch.ones(8)
+    nan_axis[0] = float("nan")
+    with pytest.raises(DirectionShapeError, match="1 NaN/inf"):
+        interp.random_controls(nan_axis, n=2)
+    with pytest.raises(DirectionShapeError, match="n must be an integer"):
+        interp.random_controls(torch.ones(8), n=0)
+    with pytest.raises(DirectionShapeError, match="NaN/inf"):
+        interp.projection_std(x, nan_axis)
+    with pytest.raises(DirectionShapeError, match="non-zero"):
+        interp.projection_std(x, torch.zeros(8))
+    bad = x.clone()
+    bad[4, 1] = float("inf")
+    with pytest.raises(NonFiniteActivationError, match="x hold NaN or inf in 1 of 20 rows"):
+        interp.projection_std(bad, torch.ones(8))
+    r = interp.random_controls(torch.ones(8, dtype=torch.float64), n=3)
+    with pytest.raises(DirectionShapeError, match="NaN/inf"):
+        interp.variance_ratios(r * float("nan"), torch.ones(8), x)
+    with pytest.raises(DirectionShapeError, match="direction 1 has zero norm"):
+        interp.variance_ratios(torch.stack([r[0], torch.zeros(8, dtype=torch.float64)]),
+                               torch.ones(8), x)
+    flat = x.clone()
+    flat[:, 0] = 1.0  # no variance along the first axis
+    with pytest.raises(DirectionShapeError, match="variance 0"):
+        interp.variance_ratios(r, torch.eye(8)[0], flat)

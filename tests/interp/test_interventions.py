@@ -200,3 +200,86 @@ def test_feature_shapes_of_every_site_kind(llama):
                       "attn.0.v": (2, 8), "attn.0.z": (4, 8), "attn.0.pattern": (4, 5),
                       "attn_out.0": (32,), "mlp_out.0": (32,), "final_norm.scale": (),
                       "logits": (llama.vocab_size,)}
+
+
+def test_non_finite_zero_or_non_numeric_vectors_are_refused_when_built():
+    from interp import edits
+
+    nan_u = torch.ones(32)
+    nan_u[3] = float("nan")
+    with pytest.raises(DirectionShapeError, match="the direction has 1 NaN/inf entry"):
+        ProjectOut("resid_post.0", nan_u)
+    with pytest.raises(DirectionShapeError, match="the vector has 32 NaN/inf entries"):
+        AddVector("resid_post.0", torch.full((32,), float("inf")))
+    with pytest.raises(DirectionShapeError, match="zero norm"):
+        ShiftAlong("resid_post.0", torch.zeros(32), delta=1.0)
+    AddVector("resid_post.0", torch.zeros(32))  # a vector, not a direction: zero is allowed
+    with pytest.raises(DirectionShapeError, match="must be a tensor or a list of numbers"):
+        KeepOnly("resid_post.0", ["a", "b"])
+    with pytest.raises(DirectionShapeError, match=r"fraction must be a number, got '0\.5'"):
+        ProjectOut("resid_post.0", torch.ones(32), fraction="0.5")
+    with pytest.raises(DirectionShapeError, match="overflows"):
+        ShiftAlong("resid_post.0", torch.ones(32), delta=1e200, sigma=1e200)
+    x, u = torch.ones(2, 4), torch.tensor([1.0, 0, 0, 0])
+    for bad in (lambda: edits.shift(x, u, float("nan")), lambda: edits.add(x, u, float("inf")),
+                lambda: edits.project_out(x, u, float("nan"))):
+        with pytest.raises(DirectionShapeError, match="must be finite"):
+            bad()
+
+
+def test_a_vector_changed_after_building_is_checked_when_attached(llama):
+    iv = ProjectOut("resid_post.0", torch.ones(32))
+    iv.direction = torch.full((32,), float("nan"))
+    with pytest.raises(DirectionShapeError, match="NaN/inf"):
+        intervene(llama, iv)
+    iv = AddVector("resid_post.0", torch.ones(32))
+    iv.scale = float("inf")
+    with pytest.raises(DirectionShapeError, match="scale=inf"):
+        intervene(llama, iv)
+    assert _hooks(llama.hf) == 0
+
+
+def test_a_direction_with_huge_entries_is_normalised_without_overflow(llama, prompts):
+    u = _unit(32, 5)
+    base = llama.logits(prompts)
+    with intervene(llama, ProjectOut("resid_post.0", u)):
+        unit = llama.logits(prompts)
+    with intervene(llama, ProjectOut("resid_post.0", u * 1e30)):  # |u|^2 overflows float32
+        huge = llama.logits(prompts)
+    torch.testing.assert_close(huge, unit)
+    assert not torch.equal(unit, base)
+
+
+def test_an_edit_that_makes_activations_non_finite_is_named(llama, prompts):
+    """A finite but huge scale overflows float32: an error naming the edit, site, prompt and
+    position -- never NaN logits with a false 'had no effect' warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with (pytest.raises(interp.NonFiniteActivationError,
+                            match=r"AddVector at resid_post\.0 turned finite activations into "
+                                  r"NaN/inf at prompt 0, position 2 \(4 of 4 edited rows\)"),
+              intervene(llama, AddVector("resid_post.0", 10 * torch.ones(32), scale=3e38,
+                                         positions=[2]))):
+            llama.logits(prompts)
+    assert _hooks(llama.hf) == 0
+
+
+def test_non_finite_logits_of_an_intervened_forward_are_named(llama, prompts):
+    def poison(_m, _a, out):
+        out = out.clone()
+        out[-1, -1] = float("nan")  # the last prompt's last token
+        return out
+
+    n3 = len(llama.encode(prompts)[0][3])
+    h = llama.hf.model.norm.register_forward_hook(poison)
+    try:
+        with (pytest.raises(interp.NonFiniteActivationError,
+                            match=rf"NaN logits at prompt 3, position {n3 - 1} under "
+                                  r"AddVector at resid_post\.0"),
+              intervene(llama, AddVector("resid_post.0", torch.ones(32)))):
+            llama.logits(prompts)
+        assert llama.checked_edits == []
+        with intervene(llama, AddVector("resid_post.0", torch.ones(32)), check_finite=False):
+            assert torch.isnan(llama.logits(prompts)[3]).all()
+    finally:
+        h.remove()
