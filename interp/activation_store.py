@@ -14,28 +14,92 @@ On disk (readable with ``safetensors`` and ``pyarrow`` alone)::
                                slice" -- ids slice(*entropy_ids) -- for a wind tunnel)
 
 Shards hold consecutive prompt ranges (``prompts_per_shard`` prompts each) and are written
-atomically; the manifest is rewritten after each, so an interrupted capture resumes by skipping
-the shards it lists.
+atomically; the manifest is rewritten after each with the shard's size and SHA-256, so an
+interrupted capture resumes by skipping the shards it lists -- each re-hashed first: a missing,
+truncated or altered shard is captured again (a line on stderr says so), never reused.
+:func:`interp.capture` holds the directory (:func:`records.hold`, an OS-level lock) for the
+whole capture, so a second process pointed at it gets a one-line ``RunBusyError`` at once.
+
+Opening a damaged store -- a manifest that is not JSON or lacks its fields, a listed shard that
+is missing, truncated (checked against its size and its safetensors header) or lacks a site, an
+unreadable ``prompts.parquet`` -- is one :class:`StoreError` line naming the file (a fault, exit
+status 1). A folder that is not a store, or holds another capture, is a
+:class:`StoreMismatchError` (a usage error). Writes go through :mod:`records`, so a full disk or
+a read-only folder is one ``FileFault`` line naming the file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import torch
-from safetensors import safe_open
-from safetensors.torch import save_file
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save
 
-from interp.errors import StoreError, UnknownSiteError
+from interp.errors import StoreError, StoreMismatchError, UnknownSiteError
 from interp.sites import parse_site
-from records import atomic_write, write_json, write_table
+from records import (
+    FileFault,
+    atomic_write_bytes,
+    check_safetensors,
+    file_sha256,
+    read_json,
+    read_table,
+    write_json,
+    write_table,
+)
+from records.run_dir import LOCK, OWNER
 
 FORMAT = "bayesgeom.activations/1"
 INDEX_FIELDS = ("prompt_index", "position", "token_id", "entropy_bits")
 MANIFEST = "manifest.json"
+PROMPTS = "prompts.parquet"
+#: what to do about a damaged store
+DAMAGED = "the store is damaged; capture it again into a new --out (or delete the folder)"
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The manifest of the store in ``path``; a corrupt or wrong-shaped one is a StoreError
+    naming it, a folder without one a StoreMismatchError."""
+    m = path / MANIFEST
+    if not m.is_file():
+        raise StoreMismatchError(f"{path} is not an activation store (no {MANIFEST})")
+    try:
+        manifest = read_json(m, expect=dict, keys=("format", "shards"), fix=DAMAGED)
+    except FileFault as e:
+        raise StoreError(str(e)) from None
+    if manifest.get("format") != FORMAT:
+        raise StoreMismatchError(f"{path}: unknown store format {manifest.get('format')!r} in "
+                                 f"{m}; choose another --out")
+    shards = manifest["shards"]
+    if not isinstance(shards, list) or not all(
+            isinstance(sh, dict) and isinstance(sh.get("file"), str) and "rows" in sh
+            and "index" in sh for sh in shards):
+        raise StoreError(f"{m} has a malformed shard list; {DAMAGED}")
+    return manifest
+
+
+def check_shard(path: Path, entry: dict[str, Any], full: bool = False) -> str | None:
+    """Why the shard file ``entry`` (from a manifest) is unusable, or None: missing, not the
+    size recorded, not a complete safetensors file, or (``full``) not its recorded SHA-256."""
+    p = path / entry["file"]
+    if not p.is_file():
+        return f"{p} is missing"
+    size = entry.get("bytes")
+    if size is not None and p.stat().st_size != size:
+        return f"{p} has {p.stat().st_size} bytes, {size} were written (truncated or altered)"
+    try:
+        check_safetensors(p, fix=DAMAGED)
+    except FileFault as e:
+        return str(e).removesuffix(f"; {DAMAGED}")
+    if full and entry.get("sha256") is not None and file_sha256(p) != entry["sha256"]:
+        return f"{p} does not match its recorded checksum (altered or damaged)"
+    return None
 
 
 class ActivationStore:
@@ -52,14 +116,16 @@ class ActivationStore:
 
     @classmethod
     def open(cls, path: str | Path) -> ActivationStore:
+        """The store in ``path``, its manifest and every listed shard checked (sizes and
+        safetensors headers; no full re-hash): a damaged one is a :class:`StoreError`."""
         path = Path(path)
-        if not (path / MANIFEST).exists():
-            raise StoreError(f"{path} is not an activation store (no {MANIFEST})")
-        import json
-
-        manifest = json.loads((path / MANIFEST).read_text())
-        if manifest.get("format") != FORMAT:
-            raise StoreError(f"{path}: unknown store format {manifest.get('format')!r}")
+        manifest = read_manifest(path)
+        for entry in manifest["shards"]:
+            why = check_shard(path, entry)
+            if why is not None:
+                raise StoreError(f"{why}; {DAMAGED}")
+        if "sites" not in manifest:
+            raise StoreError(f"{path / MANIFEST} names no sites; {DAMAGED}")
         return cls(manifest, path=path)
 
     # ------------------------------------------------------------------ description
@@ -86,7 +152,11 @@ class ActivationStore:
         if self._prompts is None:
             if self.path is None:
                 raise StoreError("this store has no prompt table")
-            self._prompts = pd.read_parquet(self.path / "prompts.parquet")
+            try:
+                self._prompts = read_table(self.path / PROMPTS, columns=("prompt_index",),
+                                           fix=DAMAGED)
+            except FileFault as e:
+                raise StoreError(str(e)) from None
         return self._prompts
 
     # ------------------------------------------------------------------ reading
@@ -102,8 +172,16 @@ class ActivationStore:
             yield {k: self._tensors[k] for k in keys}
             return
         for p in self.shard_paths():
-            with safe_open(str(p), framework="pt") as f:
-                yield {k: f.get_tensor(k) for k in keys}
+            try:
+                with safe_open(str(p), framework="pt") as f:
+                    have = set(f.keys())
+                    missing = [k for k in keys if k not in have]
+                    if missing:
+                        raise StoreError(f"{p} lacks {', '.join(missing)}; {DAMAGED}")
+                    shard = {k: f.get_tensor(k) for k in keys}
+            except (SafetensorError, OSError) as e:
+                raise StoreError(f"{p} cannot be read ({str(e)[:80]}); {DAMAGED}") from None
+            yield shard
 
     def resolve(self, name: str) -> str:
         """The stored name of ``name`` (negative layers count from the end: ``attn.-1.v``)."""
@@ -160,31 +238,36 @@ class ShardWriter:
     def __init__(self, path: Path, identity: dict[str, Any], n_shards: int,
                  prompts: pd.DataFrame):
         self.path = path
-        m = path / MANIFEST
-        if m.exists():
-            import json
-
-            old = json.loads(m.read_text())
-            if old.get("format") != FORMAT:
-                raise StoreError(f"{path} holds something else ({MANIFEST} of another format)")
+        if (path / MANIFEST).exists():
+            old = read_manifest(path)
             diff = [k for k, v in identity.items() if old.get("identity", {}).get(k) != v]
             if diff:
-                raise StoreError(
+                raise StoreMismatchError(
                     f"{path} holds a different capture (differs in: {', '.join(diff)}); "
                     "choose another --out directory or delete this one"
                 )
             self.manifest = old
-            self.manifest["shards"] = [
-                s for s in old["shards"] if (path / s["file"]).exists()
-            ]
+            self.manifest["shards"] = [s for s in old["shards"] if self._reusable(s)]
         else:
-            if path.exists() and any(path.iterdir()):
-                raise StoreError(f"{path} is not empty and is not an activation store")
+            others = [p.name for p in path.iterdir() if p.name not in (LOCK, OWNER)] \
+                if path.exists() else []
+            if others:
+                raise StoreMismatchError(f"{path} is not empty and is not an activation store "
+                                         f"(it holds {', '.join(sorted(others)[:3])}); choose "
+                                         "another --out")
             self.manifest = {"format": FORMAT, "complete": False, "identity": identity,
                              "sites": identity["sites"], "positions": identity["positions"],
                              "n_shards": n_shards, "shards": []}
-            write_table(path / "prompts.parquet", prompts)
+            write_table(path / PROMPTS, prompts)
             write_json(path / MANIFEST, self.manifest)
+
+    def _reusable(self, entry: dict[str, Any]) -> bool:
+        """Whether a finished shard can be skipped on resume (present, complete, its recorded
+        SHA-256); a damaged one is said on stderr and captured again."""
+        why = check_shard(self.path, entry, full=True)
+        if why is not None and (self.path / entry["file"]).exists():
+            print(f"bayesgeom: {why}; capturing it again", file=sys.stderr, flush=True)
+        return why is None
 
     def done(self, k: int) -> bool:
         return any(s["index"] == k for s in self.manifest["shards"])
@@ -194,11 +277,13 @@ class ShardWriter:
         rel = f"shards/shard-{k:05d}.safetensors"
         lo, hi = prompt_range
         meta = {"format": FORMAT, "shard": str(k), "prompts": f"{lo}:{hi}"}
-        data = {n: t.contiguous() for n, t in tensors.items()}
-        atomic_write(self.path / rel, lambda p: save_file(data, str(p), metadata=meta))
+        blob = save({n: t.contiguous() for n, t in tensors.items()}, metadata=meta)
+        atomic_write_bytes(self.path / rel, blob)
+        entry = {"index": k, "file": rel, "prompts": list(prompt_range),
+                 "rows": int(tensors["prompt_index"].shape[0]), "bytes": len(blob),
+                 "sha256": hashlib.sha256(blob).hexdigest()}
         self.manifest["shards"] = sorted(
-            [*self.manifest["shards"], {"index": k, "file": rel, "prompts": list(prompt_range),
-                                        "rows": int(tensors["prompt_index"].shape[0])}],
+            [*[s for s in self.manifest["shards"] if s["index"] != k], entry],
             key=lambda s: s["index"])
         self.manifest["row_shapes"] = row_shapes
         write_json(self.path / MANIFEST, self.manifest)

@@ -5,7 +5,10 @@ token) to the CPU in the store dtype, straight into buffers allocated once per s
 else is retained and no per-batch copies are left to fragment the heap (measured: streaming
 2,000 prompts peaked at 1.38x the memory of one forward with per-batch copies). With
 ``out=DIR`` the rows are streamed to safetensors shards (see :mod:`interp.activation_store`) and
-an interrupted run resumes; in memory, all prompts form one shard.
+an interrupted run resumes; in memory, all prompts form one shard. A store directory is held
+(:func:`records.hold`, an OS-level lock released even on ``kill -9``) for the whole capture: a
+second process capturing into the same ``out`` gets a one-line ``RunBusyError`` at once instead
+of racing the first; a full disk or read-only folder is a one-line ``FileFault``.
 Next-token entropy (bits) is recorded at every captured position; with ``positions="last"`` the
 unembedding runs on the last position only. For a model with a task attached whose
 ``hyp_slice`` names the hypothesis tokens (a wind tunnel, trained on that slice alone) the
@@ -15,6 +18,7 @@ entropy is over that slice; otherwise over the whole vocabulary. The store says 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +39,7 @@ from interp.positions import select_rows as _select_rows
 from interp.prompts import Prompts, prompts_sha256
 from interp.sites import Site
 from interp.token_batch import TokenBatch
-from records import run_manifest
+from records import hold, run_manifest
 
 SHARD_TARGET_BYTES = 32 * 2**20
 STORE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -175,8 +179,9 @@ def capture(
     memory. Returns the :class:`ActivationStore`; its rows are prompt-major, then position order.
     """
     m = load(model)
-    if batch_size < 1:
-        raise InterpError(f"batch_size must be at least 1, got {batch_size}")
+    for name, v in (("batch_size", batch_size), ("prompts_per_shard", prompts_per_shard)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise InterpError(f"{name} must be an integer of at least 1, got {v!r}")
     site_list = m.resolve_sites(sites)
     spec = normalise_positions(positions)
     tokens, texts = m.encode(prompts)
@@ -202,11 +207,34 @@ def capture(
     prompt_table = pd.DataFrame({"prompt_index": range(n),
                                  "text": texts if texts is not None else [None] * n,
                                  "n_tokens": lengths})
-    writer = None
-    if out is not None:
-        writer = ShardWriter(Path(out), identity, n_shards, prompt_table)
+    hold_out = contextlib.nullcontext() if out is None else hold(out)
+    with hold_out:
+        writer = None if out is None else ShardWriter(Path(out), identity, n_shards, prompt_table)
+        rows = _Rows(sdt, check_finite, pattern_width=max(lengths), entropy_ids=entropy_slice(m))
+        tensors, row_shapes = _run(m, tokens, lengths, site_list, spec, (per_shard, n_shards),
+                                   rows, writer, progress, batch_size)
+        extra = {"sites": identity["sites"], "positions": identity["positions"],
+                 "entropy_over": identity["entropy_over"],
+                 "entropy_ids": identity["entropy_ids"], "model": m.info.to_dict(),
+                 "n_layers": m.n_layers, "n_prompts": n, "prompts_sha256": identity[
+                     "prompts_sha256"], "run": _manifest(m, seed, sdt)}
+        if writer is not None:
+            manifest = writer.finish(extra)
+            return ActivationStore(manifest, path=Path(out))  # type: ignore[arg-type]
+    manifest = {"format": "bayesgeom.activations/1", "complete": True, "identity": identity,
+                "row_shapes": row_shapes, "shards": [], **extra}
+    return ActivationStore(manifest, tensors=tensors, prompts=prompt_table)
 
-    rows = _Rows(sdt, check_finite, pattern_width=max(lengths), entropy_ids=entropy_slice(m))
+
+def _run(m: InterpModel, tokens: list[list[int]], lengths: list[int], site_list: list[Site],
+         spec: Any, shards: tuple[int, int], rows: _Rows, writer: ShardWriter | None,
+         progress: bool, batch_size: int,
+         ) -> tuple[dict[str, torch.Tensor], dict[str, list[int]]]:
+    """Run every unfinished shard's batches with the reading hooks on (``shards``: prompts per
+    shard, number of shards); returns the last shard's tensors and row shapes (all rows, in
+    memory, when ``writer`` is None)."""
+    n = len(tokens)
+    per_shard, n_shards = shards
     hooked = [s for s in site_list if s.kind != "logits"]
     want_logits = any(s.kind == "logits" for s in site_list)
     eager = any(s.kind == "attn.pattern" for s in site_list)
@@ -241,17 +269,7 @@ def capture(
         bar.close()
         rows.batch = rows.rows = None
         rows.buffers = {}
-
-    extra = {"sites": identity["sites"], "positions": identity["positions"],
-             "entropy_over": identity["entropy_over"], "entropy_ids": identity["entropy_ids"],
-             "model": m.info.to_dict(), "n_layers": m.n_layers, "n_prompts": n,
-             "prompts_sha256": identity["prompts_sha256"], "run": _manifest(m, seed, sdt)}
-    if writer is not None:
-        manifest = writer.finish(extra)
-        return ActivationStore(manifest, path=Path(out))  # type: ignore[arg-type]
-    manifest = {"format": "bayesgeom.activations/1", "complete": True, "identity": identity,
-                "row_shapes": row_shapes, "shards": [], **extra}
-    return ActivationStore(manifest, tensors=tensors, prompts=prompt_table)
+    return tensors, row_shapes
 
 
 def _finish_batch(rows: _Rows, logits: torch.Tensor, want_logits: bool) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import torch
@@ -242,3 +244,116 @@ def test_wind_tunnel_entropy_is_over_the_hypothesis_slice(family_prompts, tmp_pa
     bare = capture(interp.InterpModel(hf, None), prompts, ["logits"], "all", progress=False)
     assert bare.entropy_over == "vocabulary" and bare.manifest["entropy_ids"] is None
     torch.testing.assert_close(bare.entropy_bits.double(), h_full, atol=1e-4, rtol=0)
+
+
+def test_a_store_held_by_another_process_is_refused_at_once(llama, prompts, tmp_path):
+    """Two processes capturing into one --out: the second gets RunBusyError at once; the
+    first's store stays whole and the folder is free again once it is done."""
+    from records import RunBusyError
+
+    out = tmp_path / "store"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys
+            from records import hold
+            with hold({str(out)!r}):
+                print("held", flush=True)
+                sys.stdin.readline()
+        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        t = time.perf_counter()
+        with pytest.raises(RunBusyError, match=rf"{out} is in use by process {holder.pid}"):
+            capture(llama, prompts, ["resid_post.0"], out=out, progress=False)
+        assert time.perf_counter() - t < 5  # at once: no waiting on the lock
+        assert not (out / "manifest.json").exists()
+    finally:
+        holder.communicate("\n", timeout=30)
+    store = capture(llama, prompts, ["resid_post.0"], out=out, progress=False)
+    assert store.complete and len(ActivationStore.open(out)) == len(prompts)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names fds through /proc")
+def test_an_out_that_is_a_file_or_on_a_full_disk_is_one_line(llama, prompts, tmp_path,
+                                                              monkeypatch):
+    import errno
+
+    from records import FileFault
+
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(FileFault, match=rf"^{tmp_path / 'f'} is a file, not a directory; "
+                                        "choose another --out$"):
+        capture(llama, prompts, ["resid_post.0"], out=tmp_path / "f" / "s", progress=False)
+
+    real_fsync = os.fsync
+
+    def full(fd):  # the disk fills up when the first shard is written
+        if "shard-" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "s"
+    with pytest.raises(FileFault) as e:
+        capture(llama, prompts, ["resid_post.0"], out=out, progress=False)
+    assert str(e.value).startswith(f"no space left on the device holding {out / 'shards'}")
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert capture(llama, prompts, ["resid_post.0"], out=out, progress=False).complete
+
+
+def test_a_damaged_store_is_one_line_naming_the_file(llama, prompts, tmp_path):
+    out = tmp_path / "store"
+    capture(llama, prompts, ["resid_post.0"], out=out, prompts_per_shard=2, progress=False)
+    shard = out / "shards" / "shard-00001.safetensors"
+    good = shard.read_bytes()
+    shard.write_bytes(good[:-10])
+    with pytest.raises(StoreError, match=rf"{shard} has {len(good) - 10} bytes, {len(good)} "
+                                         r"were written \(truncated"):
+        ActivationStore.open(out)
+    shard.write_bytes(good)
+    manifest = out / "manifest.json"
+    text = manifest.read_text()
+    manifest.write_text(text[: len(text) // 2])
+    with pytest.raises(StoreError, match=rf"{manifest} is not valid JSON") as e:
+        ActivationStore.open(out)
+    assert interp.errors.StoreError is type(e.value) and e.value.exit_code == 1
+    manifest.write_text("[1, 2]")
+    with pytest.raises(StoreError, match="holds a JSON list"):
+        ActivationStore.open(out)
+    manifest.write_text(text)
+    (out / "prompts.parquet").write_bytes(b"not parquet")
+    with pytest.raises(StoreError, match=r"prompts\.parquet is not a readable parquet"):
+        _ = ActivationStore.open(out).prompts
+
+
+def test_an_altered_shard_is_captured_again_on_resume(llama, prompts, tmp_path, capfd):
+    out = tmp_path / "store"
+    capture(llama, prompts, ["resid_post.0"], out=out, prompts_per_shard=2, progress=False)
+    m = json.loads((out / "manifest.json").read_text())
+    m["complete"] = False  # as if the run had been killed before it finished
+    (out / "manifest.json").write_text(json.dumps(m))
+    shard = out / "shards" / "shard-00000.safetensors"
+    raw = bytearray(shard.read_bytes())
+    raw[-3] ^= 0xFF  # one activation byte: same size, valid header
+    shard.write_bytes(bytes(raw))
+    ActivationStore.open(out)  # opening checks sizes and headers only
+    capfd.readouterr()
+    store = capture(llama, prompts, ["resid_post.0"], out=out, prompts_per_shard=2,
+                    progress=False)
+    assert "shard-00000.safetensors does not match its recorded checksum" in capfd.readouterr().err
+    mem = capture(llama, prompts, ["resid_post.0"], progress=False)
+    torch.testing.assert_close(store["resid_post.0"], mem["resid_post.0"], atol=1e-6, rtol=0)
+
+
+def test_prompts_a_bom_and_wrong_types(llama):
+    assert llama.encode(["\ufeffThe capital"]) == llama.encode(["The capital"])
+    for bad, msg in (([[1.5, 2]], r"prompt 0: token 0 is 1\.5 \(float\)"),
+                     ([1, 2, 3], r"prompt 0 is 1 \(int\); pass strings or lists of token ids"),
+                     ([[1, 2], None], r"prompt 1 is None"),
+                     ([b"bytes"], "decode it to str"),
+                     ([[True, 2]], r"token 0 is True \(bool\)"),
+                     (42, "prompts must be a list"),
+                     ([torch.ones(3)], "pass 1-D integer token ids")):
+        with pytest.raises(PromptError, match=msg):
+            llama.encode(bad)
+    assert llama.encode([torch.tensor([1, 2])]) == ([[1, 2]], None)
