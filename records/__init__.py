@@ -30,7 +30,15 @@ from records.files import (
     write_text,
 )
 from records.manifest import package_version, run_manifest
-from records.options import Option, OptionError, check_options, declared, option, same_option
+from records.options import (
+    Option,
+    OptionError,
+    check_options,
+    declared,
+    option,
+    run_settings,
+    same_option,
+)
 from records.reuse import Parts, fingerprint
 from records.run_dir import RunBusyError, RunDir, RunDirError, hold
 from records.typed import from_json, read_result, to_json, write_result
@@ -70,6 +78,7 @@ __all__ = [
     "read_table",
     "read_text",
     "run_manifest",
+    "run_settings",
     "same_option",
     "to_json",
     "verify_checksums",

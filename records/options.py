@@ -43,7 +43,9 @@ class Option:
     field's type); ``choices``: allowed values; ``min`` / ``max``: inclusive bounds (each
     element of a tuple); ``above``: an exclusive lower bound (``above=0``: positive);
     ``negate``: for a boolean that defaults to True, the flag that turns it
-    off; ``required``: the command line must give it; ``cli=False``: API only."""
+    off; ``required``: the command line must give it; ``cli=False``: API only;
+    ``identity=False``: the value does not change the results (the output folder, progress
+    bars, batch sizes), so :func:`run_settings` leaves it out of the run's fingerprint."""
 
     help: str
     flag: str | None = None
@@ -56,6 +58,7 @@ class Option:
     required: bool = False
     cli: bool = True
     metavar: str | None = None
+    identity: bool = True
 
 
 def option(default: Any, help: str, *, factory: Callable[[], Any] | None = None,
@@ -83,6 +86,23 @@ def declared(cls_or_obj: Any) -> list[tuple[dataclasses.Field, Option]]:
     """(field, option) for every field of a dataclass declared with :func:`option`."""
     return [(f, f.metadata["option"]) for f in dataclasses.fields(cls_or_obj)
             if isinstance(f.metadata.get("option"), Option)]
+
+
+def run_settings(cfg: Any) -> dict[str, Any]:
+    """The fields of a config that determine its results (``identity`` options, recursing into
+    nested configs), by name: what a run directory's fingerprint is taken over. Every field
+    is present whether the user gave it or left its default, so spelling out a default is the
+    same run."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        opt = f.metadata.get("option")
+        if isinstance(opt, Option) and not opt.identity:
+            continue
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = run_settings(value) if declared(value) else dataclasses.asdict(value)
+        out[f.name] = value
+    return out
 
 
 def _values(v: Any) -> list[Any]:

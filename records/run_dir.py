@@ -14,7 +14,8 @@ of racing the first. :class:`RunDir` adds the claim: ``<out>/run.json`` names th
   ``status: running`` and, the lock being free, nobody is running it), and are refused for a
   finished run unless ``restart=True`` (``--restart``) says to replace it. A restart keeps the
   finished parts (:class:`records.Parts`; they are re-verified by fingerprint and checksum
-  before any reuse) and deletes every other file.
+  before any reuse) and nested runs (each checked by its own claim) and deletes every other
+  file.
 
 Example:
     >>> import tempfile, pathlib
@@ -43,7 +44,7 @@ from typing import Any
 import filelock
 
 from records.atomic import make_dir, os_errors
-from records.errors import FaultError, FileFault, UsageError
+from records.errors import FaultError, FileFault, UsageError, os_error_line
 from records.files import json_safe, read_json, write_json
 from records.reuse import MARKER, fingerprint
 
@@ -78,11 +79,12 @@ def hold(out: str | Path) -> Iterator[Path]:
         raise RunDirError(f"{out} is a file, not a directory; choose another --out")
     lock = filelock.FileLock(str(out / LOCK), timeout=0, is_singleton=False)
     try:
-        with os_errors(out / LOCK):
-            lock.acquire()
-    except filelock.Timeout:
+        lock.acquire()
+    except filelock.Timeout:  # (a TimeoutError, so an OSError: caught first)
         raise RunBusyError(f"{out} is in use by {_owner(out)}; wait for it to finish or "
                            "choose another --out") from None
+    except OSError as e:
+        raise FileFault(os_error_line(e, out / LOCK)) from e
     try:
         write_json(out / OWNER, {"pid": os.getpid(), "since": time.time(),
                                  "argv": list(sys.argv)})
@@ -96,9 +98,20 @@ def _visible(out: Path) -> list[Path]:
     return sorted(p for p in out.iterdir() if p.name not in (LOCK, OWNER))
 
 
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def settings_diff(old: dict[str, Any], new: dict[str, Any], most: int = 3) -> str:
-    """``"lr 0.003 -> 0.01, seed 0 -> 1"``: the first ``most`` settings that differ."""
-    old, new = json_safe(old), json_safe(new)
+    """``"lr 0.003 -> 0.01, geometry.seed 0 -> 1"``: the first ``most`` settings that differ
+    (nested settings by dotted name)."""
+    old, new = _flat(json_safe(old)), _flat(json_safe(new))
     keys = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
     shown = [f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys[:most]]
     return ", ".join(shown) + (f" and {len(keys) - most} more" if len(keys) > most else "")
@@ -106,7 +119,9 @@ def settings_diff(old: dict[str, Any], new: dict[str, Any], most: int = 3) -> st
 
 def clear_keeping_parts(out: Path) -> None:
     """Delete everything under ``out`` except finished parts (``*.done.json`` markers and the
-    files they list) and the lock."""
+    files they list), nested runs (sub-folders with their own ``run.json``, which their own
+    claims check) and the lock."""
+    nested = {p.parent for p in out.rglob(RECORD) if p.parent != out}
     keep: set[Path] = set()
     for marker in out.rglob(f"*.{MARKER}"):
         keep.add(marker)
@@ -117,7 +132,7 @@ def clear_keeping_parts(out: Path) -> None:
     for p in sorted(out.rglob("*"), key=lambda q: -len(q.parts)):
         if p.parent == out and p.name in (LOCK, OWNER):
             continue
-        if p in keep or p in keep_dirs:
+        if p in keep or p in keep_dirs or p in nested or any(n in p.parents for n in nested):
             continue
         with os_errors(p):
             if p.is_dir() and not p.is_symlink():
