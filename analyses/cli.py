@@ -1,5 +1,13 @@
 """The ``bayesgeom`` command line: one parser per command, each derived from its config
-dataclass (:mod:`analyses.options`); user errors print one line and exit with status 2.
+dataclass (:mod:`analyses.options`).
+
+A user's mistake or a fault of the machine never shows a traceback: it prints one line,
+``bayesgeom: error: <what and how to fix it>``, and exits with status **2** for a usage error
+(a bad option, an ``--out`` holding something else, an unknown model) or **1** for a fault (a
+full disk, a read-only folder, a damaged or altered file, a diverging run, another process
+holding the ``--out``); see :mod:`records.errors`. Ctrl-C exits with 130 and a closed stdout
+pipe (``bayesgeom ... --json | head``) with 141, the statuses a shell gives those signals.
+Anything else is a bug and keeps its traceback.
 
 Example:
     >>> main(["windtunnel", "sample", "--V", "3", "--n", "1"])  # doctest: +ELLIPSIS
@@ -15,8 +23,10 @@ import sys
 from collections.abc import Sequence
 
 from analyses.options import CLIError, Parser, parent_parser
+from records import exit_code, os_error_line
 
-EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141
 
 
 def build_parser() -> Parser:
@@ -38,23 +48,40 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from analyses.prompt_pool import PoolError
     from analyses.steering import SteerError
     from interp import InterpError
-    from records import OptionError
+    from records import BayesgeomError, OptionError
     from windtunnel import PromptSetError, RunDirError, TaskConfigError
     from windtunnel.checkpoint import CheckpointError
 
-    return (CLIError, OptionError, TaskConfigError, RunDirError, CheckpointError,
-            FloatingPointError, InterpError, GeometryError, PoolError, SteerError, CompareError,
-            PromptSetError)
+    return (BayesgeomError, CLIError, OptionError, TaskConfigError, RunDirError,
+            CheckpointError, FloatingPointError, InterpError, GeometryError, PoolError,
+            SteerError, CompareError, PromptSetError, OSError, MemoryError)
+
+
+def one_line(e: BaseException) -> str:
+    """The message of ``e`` on one line (what a library wrapped may span several)."""
+    if isinstance(e, OSError) and e.errno is not None and e.filename is not None:
+        return os_error_line(e, e.filename)
+    if isinstance(e, MemoryError):
+        return f"out of memory ({e or 'an allocation failed'}); lower the sizes of the run"
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit status (module doc)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         ns = build_parser().parse_args(argv)
         return ns.run(ns)
+    except BrokenPipeError:  # the reader of stdout went away: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        print("bayesgeom: interrupted; rerun the same command to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except user_errors() as e:
-        print(f"bayesgeom: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        print(f"bayesgeom: error: {one_line(e)}", file=sys.stderr)
+        return exit_code(e)
 
 
 if __name__ == "__main__":

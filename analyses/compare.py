@@ -25,13 +25,15 @@ import pandas as pd
 
 import interp
 from analyses import geometry_probes
-from analyses.geometry import GeometryConfig, GeometryError, run_geometry
+from analyses.geometry import GeometryConfig, GeometryError, check_config, run_geometry
 from analyses.geometry_result import GeometryResult, MetricRow, SetSummary, abs_interval
 from analyses.models import open_model
-from analyses.options import out_option
+from analyses.options import out_option, restart_option
+from analyses.out_dirs import claim
 from analyses.results import ComparedModel, CompareResult
 from records import (
     Parts,
+    check_options,
     fingerprint,
     option,
     read_result,
@@ -63,6 +65,7 @@ class CompareConfig:
     out: Path = out_option("runs/compare", "output directory (finished model runs reused)")
     geometry: GeometryConfig = option(None, "the geometry settings of every model",
                                       factory=GeometryConfig, cli=False)
+    restart: bool = restart_option()
 
     def resolved_labels(self) -> list[str]:
         if not self.models:
@@ -93,7 +96,7 @@ def geometry_for(cfg: CompareConfig, label: str, model: interp.InterpModel,
     """(geometry result, reused) for one model, run into ``out/label`` unless a finished run
     with the same settings and weights is there."""
     out = Path(cfg.out) / label
-    g = replace(cfg.geometry, model=spec, out=out,
+    g = replace(cfg.geometry, model=spec, out=out, restart=True,  # compare owns out/<label>
                 prompts=None if model.task is not None else cfg.geometry.prompts)
     settings = {k: v for k, v in asdict(g).items()
                 if k not in ("out", "progress", "batch_size", "score_batch_size")}
@@ -225,18 +228,28 @@ def run_compare(cfg: CompareConfig, models: list[interp.InterpModel | None] | No
     """Run (or reuse) every model's geometry, then write the comparison (module doc).
     ``models``: already-loaded models in the order of ``cfg.models`` (None entries load)."""
     t0 = time.perf_counter()
+    check_options(cfg, CompareError)
+    check_config(cfg.geometry)
     labels = cfg.resolved_labels()
     if models is not None and len(models) != len(cfg.models):
         raise CompareError(f"{len(models)} loaded models for {len(cfg.models)} model names")
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    with claim(cfg, "compare") as rd:
+        result = _compare(cfg, labels, models, rd.out, t0)
+        rd.finish()
+    return result
+
+
+def _compare(cfg: CompareConfig, labels: list[str],
+             models: list[interp.InterpModel | None] | None, out: Path, t0: float,
+             ) -> CompareResult:
     results: dict[str, GeometryResult] = {}
     reused: list[str] = []
     infos: dict[str, Any] = {}
     for i, (label, spec) in enumerate(zip(labels, cfg.models, strict=True)):
         spec = None if spec == DEFAULT_MODEL else spec
         m = models[i] if models is not None and models[i] is not None else \
-            open_model(spec, dtype=cfg.geometry.dtype)
+            open_model(spec, dtype=cfg.geometry.dtype,
+                       allow_pickle=cfg.geometry.allow_pickle)
         results[label], hit = geometry_for(cfg, label, m, spec)
         infos[label] = m.info.to_dict()
         if hit:

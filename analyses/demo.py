@@ -34,14 +34,22 @@ from pathlib import Path
 
 import pandas as pd
 
+import interp
 from analyses import compare, steering, sula
 from analyses.corpora import CorpusPaths
 from analyses.geometry import GeometryConfig
 from analyses.models import open_model
-from analyses.options import model_option, progress_option, seed_option
+from analyses.options import (
+    allow_pickle_option,
+    model_option,
+    progress_option,
+    restart_option,
+    seed_option,
+)
+from analyses.out_dirs import claim
 from analyses.prompt_pool import MIXED, PoolConfig, build_pool
 from analyses.results import DemoResult, TrainRow
-from records import option, run_manifest, write_json, write_result, write_table
+from records import check_options, option, run_manifest, write_json, write_result, write_table
 from windtunnel.training import TrainConfig, TrainResult, train
 
 #: domain sets tried, in order, for the domain-restricted geometry (the first one installed)
@@ -75,14 +83,16 @@ QUICK = DemoSizes(400, 200, 4, 120, 100, 20, 8, 8, (1.0,), (1.0,), 10, 64)
 class DemoConfig:
     """The main job."""
 
-    out: Path = option(Path("runs/demo"), "output directory")
+    out: Path = option(Path("runs/demo"), "output directory", identity=False)
     quick: bool = option(False, "a few-minute version (CI)")
     model: str | None = model_option("the LLM: Hub name or local directory (default: the "
                                      "embedded SmolLM2-135M)")
     seed: int = seed_option()
+    allow_pickle: bool = allow_pickle_option()
     baselines: tuple[str, ...] = option(("mlp-position", "mlp-flat"), "MLP baselines trained "
                                         "for the transformer's wall time", cli=False)
     progress: bool = progress_option()
+    restart: bool = restart_option()
     preset: str = option("small", "wind-tunnel model size", cli=False)
     task_params: dict = option(None, "bijection parameters", factory=lambda: {"V": 20},
                                cli=False)
@@ -155,8 +165,15 @@ def run_demo(c: DemoConfig) -> DemoResult:
     """Run every step (module doc), announcing each, and return the typed result (its
     terminal summary is :func:`analyses.demo_report.format_summary`)."""
     t0 = time.perf_counter()
-    out = Path(c.out)
-    out.mkdir(parents=True, exist_ok=True)
+    check_options(c)
+    llm = open_model(c.model, allow_pickle=c.allow_pickle)  # a bad --model fails first
+    with claim(c, "demo") as rd:
+        result = _demo(c, llm, rd.out, t0)
+        rd.finish()
+    return result
+
+
+def _demo(c: DemoConfig, llm: interp.InterpModel, out: Path, t0: float) -> DemoResult:
     s = c.sizes()
     clock: dict[str, float] = {}
 
@@ -164,7 +181,6 @@ def run_demo(c: DemoConfig) -> DemoResult:
         clock[name] = round(time.perf_counter() - since, 1)
         return time.perf_counter()
 
-    llm = open_model(c.model)  # first: a bad --model fails before any training
     t = time.perf_counter()
     V = c.task_params.get("V", 20)
     _say(f"[1/5] wind tunnels: training the small transformer on bijection elimination "

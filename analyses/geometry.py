@@ -66,14 +66,17 @@ from analyses.geometry_stats import (
 )
 from analyses.models import open_model
 from analyses.options import (
+    allow_pickle_option,
     batch_size_option,
     dtype_option,
     layer_list,
     model_option,
     out_option,
     progress_option,
+    restart_option,
     seed_option,
 )
+from analyses.out_dirs import claim
 from analyses.prompt_pool import MIXED, PROMPT_SETS
 from analyses.segmentation import WindowSpec
 from analyses.task_prompts import TASK_SET
@@ -113,14 +116,16 @@ class GeometryConfig:
                                   cli=False)
     batch_size: int = batch_size_option(16)
     score_batch_size: int = option(32, "prompts per forward when scoring the pool", min=1,
-                                   cli=False)
+                                   identity=False, cli=False)
     dtype: str | None = dtype_option()
+    allow_pickle: bool = allow_pickle_option()
     random_init_draws: int = option(64, "Gaussian draws of the random-init key baseline",
                                     min=1, cli=False)
     init_baseline: bool = option(True, "the same analysis on the model's random-initialisation "
                                  "twin (same class and config, the family's own init)",
                                  negate="--no-init-baseline")
     progress: bool = progress_option()
+    restart: bool = restart_option()
     windows: WindowSpec = option(None, "how corpora are cut into prompts", factory=WindowSpec,
                                  cli=False)
     corpus_paths: CorpusPaths | None = option(None, "where corpora are read", cli=False)
@@ -178,11 +183,18 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
     """Run the pipeline (module doc), write its files and return the typed result."""
     t0 = time.perf_counter()
     check_config(cfg)
-    out = Path(cfg.out)
-    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype)
+    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
+                                                   allow_pickle=cfg.allow_pickle)
     layers, table_layer = analysed_layers(cfg.layers, cfg.layer, m.n_layers)
     sets = resolve_prompt_sets(cfg.prompts, m)
-    out.mkdir(parents=True, exist_ok=True)
+    with claim(cfg, "geometry", m) as rd:
+        result = _measure(cfg, m, layers, table_layer, sets, rd.out, t0)
+        rd.finish()
+    return result
+
+
+def _measure(cfg: GeometryConfig, m: interp.InterpModel, layers: tuple[int, ...],
+             table_layer: int, sets: list[str], out: Path, t0: float) -> GeometryResult:
     clock = {"load": time.perf_counter() - t0}
 
     def lap(name: str) -> None:

@@ -23,23 +23,25 @@ import torch
 import interp
 from interp.loading import parse_dtype
 from windtunnel import is_windtunnel_dir, load_run
-from windtunnel.checkpoint import CheckpointError
 
 
 def open_model(spec: str | Path | interp.InterpModel | None = None, *,
                dtype: str | None = None, device: str | None = None,
-               revision: str | None = None, backend: str = "hf") -> interp.InterpModel:
+               revision: str | None = None, backend: str = "hf",
+               allow_pickle: bool = False) -> interp.InterpModel:
     """An :class:`interp.InterpModel` for ``spec`` (see the module doc); a wind tunnel gets
-    its task attached. Raises :class:`interp.ModelNotAvailableError` naming what is wrong."""
+    its task attached. Raises :class:`interp.ModelNotAvailableError` naming what is wrong, or
+    a :class:`records.FileFault` naming a damaged file. ``allow_pickle``: also load pickle
+    weights (safetensors only without it; see :func:`interp.load`)."""
     if isinstance(spec, interp.InterpModel):
         return spec
     path = Path(str(spec)).expanduser() if spec is not None else None
     if path is None or not is_windtunnel_dir(path):
-        return interp.load(spec, dtype=dtype, device=device, revision=revision, backend=backend)
-    try:
-        run = load_run(path)
-    except CheckpointError as e:
-        raise interp.ModelNotAvailableError(f"cannot load wind-tunnel model {path}: {e}") from e
+        return interp.load(spec, dtype=dtype, device=device, revision=revision, backend=backend,
+                           allow_pickle=allow_pickle)
+    if device is not None:
+        interp.check_device(device)
+    run = load_run(path)  # a damaged run raises a one-line CheckpointError naming the file
     hf = run.model
     td = parse_dtype(dtype)
     if isinstance(td, torch.dtype):

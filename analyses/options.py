@@ -31,10 +31,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from records import Option, declared, option
+from records import Option, UsageError, check_options, declared, option
 
 
-class CLIError(Exception):
+class CLIError(UsageError):
     """A user-facing command-line error: printed as one line, exit status 2."""
 
 
@@ -42,7 +42,7 @@ class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors become one-line :class:`CLIError` s."""
 
     def error(self, message: str) -> typing.NoReturn:
-        raise CLIError(f"{self.prog}: {message}")
+        raise CLIError(message if " " not in self.prog else f"{self.prog}: {message}")
 
 
 # ---------------------------------------------------------------- parsers of option strings
@@ -104,6 +104,12 @@ def model_option(help: str = MODEL_HELP) -> Any:
     return option(None, help)
 
 
+def allow_pickle_option() -> Any:
+    return option(False, "also load pickle weights (pytorch_model.bin, read with "
+                  "torch.load(weights_only=True)); without it only safetensors load",
+                  identity=False)
+
+
 def dtype_option() -> Any:
     return option(None, "model dtype (default: the checkpoint's)", choices=DTYPES)
 
@@ -113,16 +119,29 @@ def seed_option(default: int = 0, help: str = "random seed") -> Any:
 
 
 def batch_size_option(default: int) -> Any:
-    return option(default, "prompts per forward pass", min=1)
+    return option(default, "prompts per forward pass", min=1, identity=False)
 
 
 def out_option(default: str, help: str = "output directory") -> Any:
-    return option(Path(default), help, required=True)
+    return option(Path(default), help, required=True, identity=False)
 
 
 def progress_option() -> Any:
     """Progress bars on; the parent parser's ``--no-progress`` turns them off."""
-    return option(True, "show progress bars", cli=False)
+    return option(True, "show progress bars", cli=False, identity=False)
+
+
+RESTART_HELP = ("replace a finished run with other settings in --out (an unfinished one "
+                "restarts in place without it; finished parts that still match are reused)")
+
+
+def restart_option() -> Any:
+    """Off; the parent parser's ``--restart`` turns it on."""
+    return option(False, RESTART_HELP, cli=False, identity=False)
+
+
+#: config fields the parent parser's flags set: field -> (namespace attribute, value when given)
+PARENT_FIELDS = {"progress": ("no_progress", False), "restart": ("restart", True)}
 
 
 def parent_parser() -> argparse.ArgumentParser:
@@ -130,6 +149,7 @@ def parent_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--restart", action="store_true", help=RESTART_HELP)
     return p
 
 
@@ -231,10 +251,14 @@ def given_values(cls: type, ns: argparse.Namespace, prefix: str = "") -> dict[st
 
 def config_from_args(cls: type, ns: argparse.Namespace, **fixed: Any) -> Any:
     """``cls`` from the parsed namespace: given flags override the defaults; ``fixed`` (what
-    the command sets itself) overrides both. ``--no-progress`` from the parent parser sets a
-    ``progress`` field."""
+    the command sets itself) overrides both; the result is validated against its declarations
+    (:func:`records.check_options`). The parent parser's ``--no-progress`` and
+    ``--restart`` set the ``progress`` and ``restart`` fields (:data:`PARENT_FIELDS`)."""
     given = given_values(cls, ns)
-    if "progress" in {f.name for f in dataclasses.fields(cls)} and getattr(ns, "no_progress",
-                                                                           False):
-        given["progress"] = False
-    return cls(**{**given, **fixed})
+    names = {f.name for f in dataclasses.fields(cls)}
+    for name, (attr, value) in PARENT_FIELDS.items():
+        if name in names and getattr(ns, attr, False):
+            given[name] = value
+    cfg = cls(**{**given, **fixed})
+    check_options(cfg)  # before anything runs: the same one line as the Python API gives
+    return cfg

@@ -38,6 +38,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,7 @@ from tqdm.auto import tqdm
 import interp
 from analyses.models import open_model
 from analyses.options import (
+    allow_pickle_option,
     batch_size_option,
     comma_floats,
     comma_ints,
@@ -53,8 +55,10 @@ from analyses.options import (
     model_option,
     out_option,
     progress_option,
+    restart_option,
     seed_option,
 )
+from analyses.out_dirs import claim
 from analyses.results import (
     AxisInfo,
     CleanScores,
@@ -134,7 +138,9 @@ class SteerConfig:
     n_prompts: int = option(250, "wind-tunnel prompts", min=3)
     batch_size: int = batch_size_option(32)
     dtype: str | None = dtype_option()
+    allow_pickle: bool = allow_pickle_option()
     progress: bool = progress_option()
+    restart: bool = restart_option()
 
     def check(self) -> None:
         check_options(self, SteerError)
@@ -203,8 +209,8 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
     ``cfg.out`` and return the typed result."""
     cfg.check()
     t0 = time.perf_counter()
-    out = Path(cfg.out)
-    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype)
+    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
+                                                   allow_pickle=cfg.allow_pickle)
     if m.info.backend != "hf":
         raise SteerError("steering needs the 'hf' backend (hooks on the HF modules)")
     try:
@@ -213,11 +219,16 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
         raise SteerError(str(e)) from None
     pp = prompts if prompts is not None else posterior_prompts(cfg, m)
     vocab = pp.hyp_ids if m.task is not None else None  # a wind tunnel: trained logits only
-    settings = {k: v for k, v in asdict(cfg).items() if k not in ("out", "progress",
-                                                                   "batch_size")}
-    fp = fingerprint(settings, m.weights_digest(), [str(p) for p in pp.prompts],
-                     pp.bayes.round(12))
-    out.mkdir(parents=True, exist_ok=True)
+    with claim(cfg, "steer", m) as rd:
+        fp = fingerprint(rd.settings, [str(p) for p in pp.prompts], pp.bayes.round(12))
+        result = _steer(cfg, m, layers, pp, vocab, fp, t0)
+        rd.finish()
+    return result
+
+
+def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: PosteriorPrompts,
+           vocab: Any, fp: str, t0: float) -> SteerResult:
+    out = Path(cfg.out)
 
     sites = [interp.site_name(cfg.site, L) for L in layers]
     runner = Runner(m, pp, sites, layers, batch_size=cfg.batch_size, norm_frozen=cfg.norm_frozen,

@@ -26,14 +26,17 @@ import torch
 import interp
 from analyses.models import open_model
 from analyses.options import (
+    allow_pickle_option,
     batch_size_option,
     comma_words,
     dtype_option,
     model_option,
     out_option,
     progress_option,
+    restart_option,
     seed_option,
 )
+from analyses.out_dirs import claim
 from analyses.posteriors import model_posterior
 from analyses.results import SulaCondition, SulaResult
 from analyses.sula_prompts import pick_labels, sula_prompts
@@ -80,7 +83,9 @@ class SulaConfig:
     site: str = option("attn.v", "last-layer site kind of the geometry", choices=VECTOR_KINDS)
     batch_size: int = batch_size_option(16)
     dtype: str | None = dtype_option()
+    allow_pickle: bool = allow_pickle_option()
     progress: bool = progress_option()
+    restart: bool = restart_option()
 
     def __post_init__(self) -> None:
         self.labels = self.labels if self.labels is None else tuple(self.labels)
@@ -154,15 +159,24 @@ def run_sula(cfg: SulaConfig, model: interp.InterpModel | None = None) -> SulaRe
     summary.json, manifest.json and report.html under ``cfg.out``; return the result."""
     cfg.check()
     t0 = time.perf_counter()
-    out = Path(cfg.out)
-    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype)
+    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
+                                                   allow_pickle=cfg.allow_pickle)
     if m.tokenizer is None:
         raise SulaError("SULA needs a text model with a tokenizer; a wind-tunnel model runs "
                         "its own task (bayesgeom steer --model RUN)")
     lab, rem, ids = pick_labels(m.tokenizer, cfg.labels, cfg.remap_labels)
     site = interp.site_name(cfg.site, m.n_layers - 1)
     resolved = replace(cfg, labels=lab, remap_labels=rem)
-    out.mkdir(parents=True, exist_ok=True)
+    with claim(cfg, "sula", m) as rd:
+        result = _score(cfg, resolved, m, site, lab, rem, ids, t0)
+        rd.finish()
+    return result
+
+
+def _score(cfg: SulaConfig, resolved: SulaConfig, m: interp.InterpModel, site: str,
+           lab: tuple[str, str], rem: tuple[str, str], ids: dict[str, int], t0: float,
+           ) -> SulaResult:
+    out = Path(cfg.out)
     weights = m.weights_digest()
     parts = Parts(out / "parts")
 

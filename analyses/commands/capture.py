@@ -11,13 +11,14 @@ from pathlib import Path
 from analyses.options import (
     CLIError,
     add_options,
+    allow_pickle_option,
     batch_size_option,
     config_from_args,
     dtype_option,
     model_option,
     seed_option,
 )
-from records import option
+from records import option, read_text
 
 
 def positions(text: str) -> str | tuple[int, ...]:
@@ -46,6 +47,7 @@ class CaptureOptions:
     shard_prompts: int | None = option(
         None, "prompts per shard (default: about 32 MiB of activations per shard)", min=1)
     dtype: str | None = dtype_option()
+    allow_pickle: bool = allow_pickle_option()
     store_dtype: str = option("float32", "stored dtype",
                               choices=("float32", "float16", "bfloat16"))
     device: str | None = option(None, "torch device, e.g. cuda:0")
@@ -54,10 +56,9 @@ class CaptureOptions:
 
 
 def read_prompts(path: Path) -> list[str]:
-    """One prompt per line; a blank line is an error (it would shift every prompt index)."""
-    if not path.is_file():
-        raise CLIError(f"prompts file {path} does not exist")
-    lines = path.read_text(encoding="utf-8").split("\n")
+    """One prompt per line of a UTF-8 file (a leading byte-order mark dropped); a blank line is
+    an error (it would shift every prompt index)."""
+    lines = read_text(path, "prompts file").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     lines = [line.rstrip("\r") for line in lines]
@@ -87,7 +88,7 @@ def capture(ns: argparse.Namespace) -> int:
     o = config_from_args(CaptureOptions, ns)
     prompts = read_prompts(o.prompts)
     model = open_model(o.model, dtype=o.dtype, device=o.device, revision=o.revision,
-                       backend=o.backend)
+                       backend=o.backend, allow_pickle=o.allow_pickle)
     store = run_capture(model, prompts, list(o.sites), o.positions, batch_size=o.batch_size,
                         out=o.out, prompts_per_shard=o.shard_prompts,
                         store_dtype=o.store_dtype, progress=not ns.no_progress, seed=o.seed)
@@ -123,7 +124,9 @@ def models(ns: argparse.Namespace) -> int:
         print(f"  {f['name']:<10} {f['description']}")
     print(f"  {'generic':<10} {info['generic']}")
     d = info["default_model"]
-    state = f"cached ({d['cache_bytes'] / 2**20:.0f} MiB)" if d["cached"] else "not converted yet"
+    state = {"cached": f"cached ({d['cache_bytes'] / 2**20:.0f} MiB, checksums verified)",
+             "damaged": f"damaged ({d.get('reason')}); the next load rebuilds it",
+             "not converted": "not converted yet"}.get(d.get("state"), str(d.get("state")))
     print(f"default model: {d['name']} - {d['description']}")
     print(f"  cache: {d['cache_dir']} [{state}]")
     print(f"backends: {', '.join(info['backends'])}")

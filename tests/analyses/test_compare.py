@@ -12,6 +12,7 @@ from analyses.cli import main
 from analyses.compare import CompareConfig, CompareError, run_compare
 from analyses.geometry import GeometryConfig
 from analyses.models import open_model
+from records import RunDirError
 
 
 def _small(**kw) -> GeometryConfig:
@@ -71,6 +72,11 @@ def test_changed_settings_rerun(compared, monkeypatch):
     monkeypatch.setattr("analyses.compare.run_geometry",
                         lambda g, model=None: calls.append(g.model) or real(g, model=model))
     cfg.geometry.seed = 1
+    with pytest.raises(RunDirError, match=r"finished compare run with other settings "
+                                          r"\(geometry.seed 0 -> 1\)"):
+        run_compare(cfg)
+    assert calls == []
+    cfg.restart = True
     assert run_compare(cfg).reused == [] and len(calls) == 2
 
 

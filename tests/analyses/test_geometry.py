@@ -17,7 +17,7 @@ from analyses.geometry import GeometryConfig, GeometryError, run_geometry
 from analyses.geometry_result import GeometryResult
 from analyses.options import layer_list
 from probes import attention_entropy_profile, fit_pca, head_entropies, spearman, summarize_pca
-from records import read_result, to_json
+from records import RunDirError, read_result, to_json
 
 SUMMARY_KEYS = {"model", "layer", "n_prompts", "pc1", "pc1_pc2", "rho_pc1_entropy", "probe_r2",
                 "key_orthogonality", "attention_focusing", "criteria_met"}
@@ -141,6 +141,8 @@ def test_rerun_reuses_pool_scores_and_gives_the_same_numbers(llama_run, text_mod
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(corpora, "package_dir", lambda m: None)
         mp.setattr(geometry_pool, "next_token_entropy", no_scoring)
+        with pytest.raises(RunDirError, match="finished geometry run with other settings"):
+            run_geometry(_config(text_models["llama"], out, paths, prompts=("legal",)))
         again = run_geometry(_config(text_models["llama"], out, paths,
                                      prompts=("mixed", "code", "legal")))
     assert again.pool.reused_scores is True and summary.pool.reused_scores is False
@@ -150,11 +152,13 @@ def test_rerun_reuses_pool_scores_and_gives_the_same_numbers(llama_run, text_mod
     pool.write_bytes(pool.read_bytes()[:-10])
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(corpora, "package_dir", lambda m: None)
-        rescored = run_geometry(_config(text_models["llama"], out, paths, prompts=("legal",)))
+        rescored = run_geometry(_config(text_models["llama"], out, paths, prompts=("legal",),
+                                        restart=True))
     assert rescored.pool.reused_scores is False
     with pytest.MonkeyPatch.context() as mp:  # another model in the same place: no reuse
         mp.setattr(corpora, "package_dir", lambda m: None)
-        other = run_geometry(_config(text_models["phi"], out, paths, prompts=("legal",)))
+        other = run_geometry(_config(text_models["phi"], out, paths, prompts=("legal",),
+                                     restart=True))
     assert other.pool.reused_scores is False
 
 
@@ -190,7 +194,7 @@ def test_cli_prints_the_json_summary(text_models, tmp_path, capsys, base_corpora
     assert list(s["prompt_sets"]) == ["mixed", "legal"]
     rc = main(["geometry", "--model", str(text_models["llama"]), "--prompts", "legal",
                "--n-per-quintile", "3", "--pool-size", "40", "--bootstrap", "30",
-               "--out", str(tmp_path), "--no-progress"])
+               "--out", str(tmp_path), "--no-progress", "--restart"])
     text = capsys.readouterr().out
     assert rc == 0 and "legal" in text and "key orthogonality" in text and "report.html" in text
 

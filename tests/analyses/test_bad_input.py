@@ -1,0 +1,229 @@
+"""The bad-input table: every option with a range, on every command, and the bad files, folders
+and pipes a user meets -- each gives one line ``bayesgeom: error: ...``, the right exit status
+(2: usage, 1: fault), no traceback and no partial output."""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+import subprocess
+import sys
+import time
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyses.cli import main
+from analyses.commands.capture import CaptureOptions
+from analyses.commands.windtunnel import EvalOptions, SampleOptions
+from analyses.compare import CompareConfig
+from analyses.demo import DemoConfig
+from analyses.geometry import GeometryConfig
+from analyses.options import _strip_optional
+from analyses.steering import SteerConfig
+from analyses.sula import SulaConfig
+from records import declared
+from windtunnel import TASKS
+from windtunnel.training import TrainConfig
+
+#: command -> (argv before the option, config class); X is the output folder (never created)
+COMMANDS: dict[str, tuple[list[str], type]] = {
+    "geometry": (["geometry", "--out", "X"], GeometryConfig),
+    "sula": (["sula", "--out", "X"], SulaConfig),
+    "steer": (["steer", "--out", "X"], SteerConfig),
+    "compare": (["compare", "--models", "default", "--out", "X"], CompareConfig),
+    "compare-geometry": (["compare", "--models", "default", "--out", "X"], GeometryConfig),
+    "demo": (["demo", "--out", "X"], DemoConfig),
+    "capture": (["capture", "--prompts", "p.txt", "--sites", "logits", "--out", "X"],
+                CaptureOptions),
+    "train": (["windtunnel", "train", "--out", "X"], TrainConfig),
+    "sample": (["windtunnel", "sample"], SampleOptions),
+    "eval": (["windtunnel", "eval", "X"], EvalOptions),
+}
+for _name, _reg in TASKS.items():  # each task's own options, on train (token tasks) or sample
+    _cmd = ["windtunnel", "train", "--out", "X"] if _name != "sula" else ["windtunnel", "sample"]
+    COMMANDS[f"task-{_name}"] = ([*_cmd, "--task", _name], _reg.config_cls)
+
+
+def _bad_values(f: dataclasses.Field, opt: Any, tp: Any) -> list[tuple[str, str]]:
+    """(command-line value, expected message) that break ``f``'s declared range."""
+    integer = _strip_optional(tp) is int or typing.get_args(tp)[:1] == (int,)
+    rows = []
+    if opt.above is not None:
+        rows.append((f"{opt.above:g}", f"{f.name} must be > {opt.above:g}"))
+    if opt.min is not None:
+        low = opt.min - 1 if integer else opt.min - max(1.0, abs(opt.min))
+        rows.append((f"{low:g}", f"{f.name} must be >= {opt.min:g}"))
+    if opt.max is not None:
+        rows.append((f"{opt.max + 1:g}", f"{f.name} must be <= {opt.max:g}"))
+    if not integer and rows:
+        rows.append(("nan", f"{f.name} must be finite"))
+    return rows
+
+
+def _range_cases() -> list[Any]:
+    cases = []
+    for cmd, (argv, cls) in COMMANDS.items():
+        hints = typing.get_type_hints(cls)
+        for f, opt in declared(cls):
+            if not opt.cli or opt.choices is not None:
+                continue
+            flag = opt.flag or "--" + f.name.replace("_", "-")
+            for value, msg in _bad_values(f, opt, hints[f.name]):
+                cases.append(pytest.param([*argv, flag, value], msg, 2,
+                                          id=f"{cmd} {flag} {value}"))
+    return cases
+
+
+RANGE_CASES = _range_cases()
+
+
+def _one_clear_line(err: str) -> str:
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("bayesgeom: error: "), err
+    return lines[0]
+
+
+def test_the_table_covers_every_ranged_option_of_the_issue():
+    ids = {p.id for p in RANGE_CASES}
+    for case in ("train --eval-every 0", "train --ckpt-every 0", "train --dense-ckpt-every 0",
+                 "train --eval-size 0", "train --lr 0", "train --lr nan", "train --grad-clip 0",
+                 "eval --n 0"):
+        assert case in ids, case
+    assert len(RANGE_CASES) >= 60
+
+
+@pytest.mark.parametrize("argv, msg, status", RANGE_CASES)
+def test_an_option_out_of_range_is_one_line_and_writes_nothing(argv, msg, status, tmp_path,
+                                                               capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == status
+    assert msg in _one_clear_line(capsys.readouterr().err)
+    assert not (tmp_path / "X").exists()
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["windtunnel", "train", "--lr", "-0.01", "--out", "X"], "lr must be > 0"),
+    (["windtunnel", "train", "--grad-clip", "-1", "--out", "X"], "grad_clip must be > 0"),
+    (["windtunnel", "train", "--steps", "1.5", "--out", "X"], "invalid int value: '1.5'"),
+    (["steer", "--shift", "1,inf", "--out", "X"], "shift_deltas must be finite"),
+    (["capture", "--prompts", "p.txt", "--sites", "logits", "--positions", "x", "--out", "X"],
+     "positions must be 'last', 'all' or comma-separated indices"),
+])
+def test_more_bad_options(argv, msg, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert msg in _one_clear_line(capsys.readouterr().err)
+    assert not (tmp_path / "X").exists()
+
+
+# ---------------------------------------------------------------- files and folders
+@pytest.mark.parametrize("content, msg", [
+    (b"caf\xe9\n", r"is not UTF-8 text (byte 0xe9 on line 1); save it as UTF-8"),
+    (b"", "holds no prompts"),
+    (b"one\n\ntwo\n", "line 2 is empty"),
+    (None, "is a directory; pass a text file"),
+])
+def test_bad_prompt_files(content, msg, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    p = tmp_path / "p.txt"
+    if content is None:
+        p.mkdir()
+    else:
+        p.write_bytes(content)
+    assert main(["capture", "--prompts", "p.txt", "--sites", "logits", "--out", "X"]) == 2
+    assert msg in _one_clear_line(capsys.readouterr().err)
+    assert not (tmp_path / "X").exists()
+
+
+def test_a_bom_is_not_part_of_the_first_prompt(tmp_path):
+    from analyses.commands.capture import read_prompts
+
+    p = tmp_path / "p.txt"
+    p.write_bytes("\ufeffhello\r\nworld\n".encode())
+    assert read_prompts(p) == ["hello", "world"]
+
+
+def test_an_out_that_is_a_file_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("X").write_text("a file")
+    assert main(["windtunnel", "train", "--preset", "tiny", "--steps", "2", "--out", "X"]) == 1
+    assert "X is a file, not a directory; choose another --out" in \
+        _one_clear_line(capsys.readouterr().err)
+    assert Path("X").read_text() == "a file"
+
+
+@pytest.mark.parametrize("code, msg, status", [
+    (errno.EROFS, "the file system is read-only; choose another --out", 1),
+    (errno.EACCES, "permission denied; choose another --out", 1),
+    (errno.ENOSPC, "no space left on the device holding", 1),
+])
+def test_os_faults_on_the_output_folder_are_one_line(code, msg, status, tmp_path, capsys,
+                                                      monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    real = Path.mkdir
+
+    def fail(self, *a, **k):
+        if self.name == "X":
+            raise OSError(code, os.strerror(code))
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Path, "mkdir", fail)
+    assert main(["windtunnel", "train", "--preset", "tiny", "--steps", "2", "--out", "X"]) == \
+        status
+    assert msg in _one_clear_line(capsys.readouterr().err)
+
+
+def test_a_closed_stdout_pipe_is_quiet(tmp_path):
+    code = ("import sys; from analyses.cli import main; "
+            "sys.exit(main(['windtunnel', 'sample', '--n', '400', '--json']))")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=tmp_path)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.read(10)
+    p.stdout.close()  # the reader goes away, as `| head -c 10` does
+    err = p.stderr.read().decode()
+    assert p.wait(120) == 141 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_a_bad_demo_model_fails_before_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    t0 = time.perf_counter()
+    assert main(["demo", "--quick", "--model", "./no/such/model", "--out", "X"]) == 2
+    assert time.perf_counter() - t0 < 30
+    assert "no such model directory" in _one_clear_line(capsys.readouterr().err)
+    assert not (tmp_path / "X").exists()
+
+
+
+# ---------------------------------------------------------------- foreign output folders
+@pytest.mark.parametrize("argv", [
+    ["geometry"], ["sula"], ["steer"], ["compare", "--models", "default"], ["demo", "--quick"],
+    ["windtunnel", "train", "--preset", "tiny", "--steps", "2"],
+], ids=lambda a: a[0] if a[0] != "windtunnel" else "train")
+def test_every_experiment_refuses_a_folder_of_other_files(argv, tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 2
+    assert "holds files that are not a bayesgeom run (notes.txt)" in \
+        _one_clear_line(capsys.readouterr().err)
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".bayesgeom")) == \
+        ["notes.txt"] and (out / "notes.txt").read_text() == "keep me"
+
+
+def test_an_experiment_refuses_another_commands_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    tiny = ["--preset", "tiny", "--V", "6", "--steps", "4", "--batch-size", "8",
+            "--eval-every", "4", "--eval-size", "16", "--no-progress"]
+    assert main(["windtunnel", "train", *tiny, "--out", str(out)]) == 0
+    capsys.readouterr()
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    assert main(["steer", "--out", str(out), "--no-progress"]) == 2
+    assert "holds a bayesgeom windtunnel train run; choose another --out" in \
+        _one_clear_line(capsys.readouterr().err)
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
