@@ -31,7 +31,9 @@ Layout = Literal["sepvocab", "paired"]
 class BijectionConfig:
     """``V`` hypotheses (values), ``L`` revealed keys (default V-1), ``layout``, key sampling."""
 
-    V: int = option(20, "bijection: number of hypotheses (values)", min=2)
+    V: int = option(20, "bijection: number of hypotheses (values; a batch holds dense "
+                        "[V-1, V] posteriors per sequence, so V in the thousands needs GiBs)",
+                    min=2)
     L: int | None = option(None, "bijection: number of revealed keys (default V - 1)", min=1)
     layout: Layout = option("sepvocab", "bijection: token layout", choices=("sepvocab", "paired"))
     replacement: bool = option(False, "bijection: draw keys with replacement (saw-tooth "
@@ -43,6 +45,7 @@ class BijectionConfig:
 @register_task(BijectionConfig)
 class BijectionTask(TokenTask):
     name = "bijection"
+    size_options = ("V", "L")
 
     def __init__(self, cfg: BijectionConfig):
         V = int(cfg.V)
@@ -72,6 +75,10 @@ class BijectionTask(TokenTask):
     @property
     def seq_len(self) -> int:
         return 2 * self.L - 1 if self.cfg.layout == "sepvocab" else 2 * self.L + 1
+
+    @property
+    def n_queries(self) -> int:
+        return self.L if self.cfg.layout == "sepvocab" else self.L + 1
 
     def config(self) -> dict[str, Any]:
         return config_dict(self.name, self.cfg)

@@ -108,6 +108,7 @@ def filtering_posterior(T: np.ndarray, E: np.ndarray, obs: np.ndarray) -> np.nda
 class HMMTask(TokenTask):
     name = "hmm"
     soft_targets = True
+    size_options = ("K",)
 
     def __init__(self, cfg: HMMConfig):
         if cfg.S < 2 or cfg.O < 2:
@@ -139,6 +140,10 @@ class HMMTask(TokenTask):
     @property
     def max_seq_len(self) -> int:
         return self.header_len + 2 * self.cfg.max_K
+
+    @property
+    def n_queries(self) -> int:
+        return self.K
 
     def config(self) -> dict[str, Any]:
         return config_dict(self.name, self.cfg)

@@ -206,8 +206,8 @@ class SulaTaskConfig:
     label words (each pair must be single tokens for the tokenizer that reads them)."""
 
     ks: tuple[int, ...] = option(KS, "sula: examples per prompt", min=0)
-    alpha: float = option(ALPHA, "sula: chance an example shows the true label", min=0.5,
-                          max=1.0)
+    alpha: float = option(ALPHA, "sula: chance an example shows the true label (in (0.5, 1))",
+                          above=0.5, max=1.0)
     condition: str = option("main", "sula: main, remap, shuffled or ablated",
                             choices=CONDITIONS)
     labels: tuple[str, str] = option(LABEL_CANDIDATES[:2], "sula: the label pair")
