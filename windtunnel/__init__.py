@@ -2,13 +2,16 @@
 
 Tasks share one contract (:mod:`windtunnel.task`): token tasks (bijection, hmm) for training
 small models, and the text task SULA for pretrained LLMs. :func:`load_run` opens a trained run
-with its task attached.
+with its task attached. Errors are :mod:`records` one-liners: :class:`TaskConfigError` and
+:class:`RunDirError` are usage errors (exit status 2), :class:`CheckpointError` a damaged or
+altered file (exit status 1).
 """
 
 from windtunnel.bijection import BijectionConfig, BijectionTask
+from windtunnel.checkpoint import CheckpointError
 from windtunnel.hmm import HMMConfig, HMMTask
 from windtunnel.posterior_prompts import PosteriorPrompts, PromptSetError
-from windtunnel.runs import LoadedRun, RunDirError, is_windtunnel_dir, load_run
+from windtunnel.runs import LoadedRun, NotARunError, RunDirError, is_windtunnel_dir, load_run
 from windtunnel.sula import SulaError, SulaTask, SulaTaskConfig
 from windtunnel.task import (
     TASKS,
@@ -26,9 +29,11 @@ __all__ = [
     "TASKS",
     "BijectionConfig",
     "BijectionTask",
+    "CheckpointError",
     "HMMConfig",
     "HMMTask",
     "LoadedRun",
+    "NotARunError",
     "PosteriorPrompts",
     "PromptSetError",
     "RunDirError",

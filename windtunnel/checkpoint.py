@@ -1,15 +1,25 @@
 """Training checkpoints: a directory per checkpoint and an atomically replaced ``LATEST`` pointer.
 
 Layout under ``<run>/checkpoints/``: ``step-000500/`` (``model.safetensors`` + ``config.json``
-via ``save_pretrained``, ``optimizer.pt``, ``state.json``, ``log.csv``) and ``LATEST`` naming the
-newest complete one. A kill at any moment leaves ``LATEST`` pointing at a complete checkpoint.
-Dense checkpoints (``dense-000100/``) hold the model only and are kept.
+via ``save_pretrained``, ``optimizer.pt``, ``state.json``, ``log.csv`` and ``checksums.json``)
+and ``LATEST`` naming the newest complete one. A checkpoint is written into a temporary folder,
+checksummed (:func:`records.write_checksums`) and then renamed into place, so a kill at any
+moment leaves ``LATEST`` pointing at a complete checkpoint. Dense checkpoints
+(``dense-000100/``) hold the model only (with its checksums) and are kept.
+
+Loading verifies the checksums when present, checks the safetensors file against its header and
+refuses non-finite weights: a truncated, altered or damaged checkpoint is a one-line
+:class:`CheckpointError` naming the file and the fix, never a silent resume. Only safetensors
+weights are loaded (never pickle ``.bin`` files); the optimizer state is read with
+``torch.load(weights_only=True)``.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,13 +30,45 @@ from transformers import AutoModelForCausalLM, PreTrainedModel
 from transformers.utils import logging as hf_logging
 
 import windtunnel.mlp  # noqa: F401  (registers the MLP baselines with the Auto classes)
-from records import write_json, write_table, write_text
+from records import (
+    FileFault,
+    check_safetensors,
+    has_checksums,
+    make_dir,
+    os_errors,
+    read_json,
+    read_table,
+    verify_checksums,
+    write_checksums,
+    write_json,
+    write_table,
+    write_text,
+)
 
 hf_logging.disable_progress_bar()  # per-shard bars would drown the training progress bar
 
+#: the fix for a damaged checkpoint of an unfinished run
+RESTART_FIX = "rerun its windtunnel train command with --restart to train it again from step 0"
+#: the fix for a damaged model directory outside a run
+REPLACE_FIX = "the model is damaged; train or copy it again"
+WEIGHTS = "model.safetensors"
 
-class CheckpointError(RuntimeError):
-    """A checkpoint is missing, incomplete or corrupt."""
+
+class CheckpointError(FileFault):
+    """A checkpoint or saved model is missing, incomplete, altered or corrupt (a fault, exit
+    status 1; an ``OSError`` too, as every :class:`records.FileFault`)."""
+
+
+@contextlib.contextmanager
+def as_checkpoint_error() -> Iterator[None]:
+    """Re-raise a :class:`records.FileFault` from the block as a :class:`CheckpointError`
+    with the same one-line message."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except FileFault as e:
+        raise CheckpointError(str(e)) from e
 
 
 @dataclass
@@ -35,6 +77,34 @@ class Checkpoint:
     optimizer_state: dict[str, Any]
     state: dict[str, Any]
     log: pd.DataFrame
+
+
+def save_model_files(model: PreTrainedModel, d: Path) -> None:
+    """``model.save_pretrained(d)`` (safetensors); an I/O error, which safetensors reports as
+    its own error type with the OS error number, becomes a one-line ``FileFault``."""
+    with os_errors(d):
+        try:
+            model.save_pretrained(d, safe_serialization=True)
+        except OSError:
+            raise
+        except Exception as e:  # safetensors' SafetensorError: "... (os error 28) ..."
+            code = re.search(r"os error (\d+)", str(e))
+            if code is None:
+                raise
+            raise OSError(int(code.group(1)), str(e)) from e
+
+
+def _move_into_place(tmp: Path, d: Path) -> None:
+    """Checksum ``tmp`` and rename it to ``d`` (replacing an older ``d``)."""
+    write_checksums(tmp)
+    with os_errors(d):
+        shutil.rmtree(d, ignore_errors=True)
+        tmp.rename(d)
+
+
+def _fresh_tmp(tmp: Path) -> None:
+    with os_errors(tmp):
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def save_checkpoint(
@@ -46,16 +116,18 @@ def save_checkpoint(
     log: pd.DataFrame,
     keep_last: int = 1,
 ) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
+    """Write checkpoint ``step`` under ``root`` (checksummed, renamed into place), point
+    ``LATEST`` at it and delete all but the ``keep_last`` newest ``step-*`` folders."""
+    make_dir(root)
     d = root / f"step-{step:07d}"
     tmp = root / f".tmp-step-{step:07d}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    _fresh_tmp(tmp)
+    save_model_files(model, tmp)
+    with os_errors(tmp / "optimizer.pt"):
+        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
     write_json(tmp / "state.json", {**state, "step": step})
     write_table(tmp / "log.csv", log)
-    shutil.rmtree(d, ignore_errors=True)
-    tmp.rename(d)
+    _move_into_place(tmp, d)
     write_text(root / "LATEST", d.name + "\n")
     olds = sorted(p for p in root.glob("step-*") if p.is_dir() and p.name != d.name)
     for p in olds[: max(0, len(olds) - (keep_last - 1))]:
@@ -64,49 +136,87 @@ def save_checkpoint(
 
 
 def save_dense(root: Path, step: int, model: PreTrainedModel) -> Path:
+    """Write the model-only checkpoint ``dense-<step>`` (checksummed) under ``root``."""
+    make_dir(root)
     d = root / f"dense-{step:07d}"
     tmp = root / f".tmp-dense-{step:07d}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    shutil.rmtree(d, ignore_errors=True)
-    tmp.rename(d)
+    _fresh_tmp(tmp)
+    save_model_files(model, tmp)
+    _move_into_place(tmp, d)
     return d
 
 
 def latest_checkpoint_dir(root: Path) -> Path | None:
+    """The checkpoint ``LATEST`` names, or None when there is none yet."""
     ptr = root / "LATEST"
     if not ptr.exists():
         return None
-    d = root / ptr.read_text().strip()
-    if not d.is_dir():
-        raise CheckpointError(
-            f"{ptr} names {d.name}, which does not exist; the run directory is damaged"
-        )
+    with as_checkpoint_error(), os_errors(ptr, writing=False):
+        name = ptr.read_text(encoding="utf-8", errors="replace").strip()
+    d = root / name
+    if not name or "/" in name or not d.is_dir():
+        raise CheckpointError(f"{ptr} names {name!r}, which is not a checkpoint folder; "
+                              f"the run directory is damaged; {RESTART_FIX}")
     return d
 
 
-def load_model(path: str | Path) -> PreTrainedModel:
-    """Load a saved wind-tunnel model directory (safetensors only), with a clear error if broken."""
+def _nonfinite(tensors: Any) -> bool:
+    if isinstance(tensors, torch.Tensor):
+        return tensors.is_floating_point() and not bool(torch.isfinite(tensors).all())
+    if isinstance(tensors, dict):
+        return any(_nonfinite(v) for v in tensors.values())
+    if isinstance(tensors, list | tuple):
+        return any(_nonfinite(v) for v in tensors)
+    return False
+
+
+def load_model(path: str | Path, fix: str = REPLACE_FIX) -> PreTrainedModel:
+    """Load a saved wind-tunnel model directory (safetensors only; its checksums verified when
+    it has them). Missing, truncated, altered or non-finite weights raise a one-line
+    :class:`CheckpointError` naming the file and ending in ``fix``."""
     path = Path(path)
-    if not (path / "config.json").exists():
-        raise CheckpointError(f"no model at {path} (config.json missing)")
-    if not (path / "model.safetensors").exists():
-        raise CheckpointError(f"no weights at {path} (model.safetensors missing)")
+    with as_checkpoint_error():
+        if not (path / "config.json").is_file():
+            raise CheckpointError(f"no model at {path} (config.json missing); {fix}")
+        if not (path / WEIGHTS).is_file():
+            bins = sorted(p.name for p in path.glob("*.bin"))
+            extra = f" ({', '.join(bins)} is pickle, which is never loaded)" if bins else ""
+            raise CheckpointError(f"no weights at {path} ({WEIGHTS} missing{extra}); {fix}")
+        if has_checksums(path):
+            verify_checksums(path, fix=fix)
+        check_safetensors(path / WEIGHTS, fix=fix)
+        cfg = read_json(path / "config.json", expect=dict, fix=fix)
     try:
-        cfg = json.loads((path / "config.json").read_text())
         # Transformers train with eager attention; keep the same kernels so logits are identical.
         kw = {"attn_implementation": "eager"} if cfg.get("model_type") == "gpt2" else {}
-        return AutoModelForCausalLM.from_pretrained(path, use_safetensors=True, **kw)
-    except Exception as e:  # safetensors / json errors have many types
-        raise CheckpointError(f"corrupt model at {path}: {type(e).__name__}: {e}") from e
+        model = AutoModelForCausalLM.from_pretrained(path, use_safetensors=True, **kw)
+    except Exception as e:  # safetensors / config errors have many types
+        raise CheckpointError(f"corrupt model at {path}: {type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else ''}; {fix}") from e
+    if _nonfinite(model.state_dict()):
+        raise CheckpointError(f"{path / WEIGHTS} holds non-finite weights (NaN or inf): the "
+                              f"file is damaged; {fix}")
+    return model
 
 
-def load_checkpoint(d: Path) -> Checkpoint:
-    model = load_model(d)
-    try:
-        opt = torch.load(d / "optimizer.pt", weights_only=True, map_location="cpu")
-        state = json.loads((d / "state.json").read_text())
-        log = pd.read_csv(d / "log.csv")
-    except Exception as e:
-        raise CheckpointError(f"corrupt checkpoint at {d}: {type(e).__name__}: {e}") from e
+def load_checkpoint(d: Path, fix: str = RESTART_FIX) -> Checkpoint:
+    """Load and verify a resumable checkpoint (model, optimizer state, counters, log)."""
+    model = load_model(d, fix)
+    with as_checkpoint_error():
+        state = read_json(d / "state.json", expect=dict,
+                          keys=("step", "elapsed_s", "run_loss", "run_n"), fix=fix)
+        log = read_table(d / "log.csv", columns=("step",), fix=fix)
+        with os_errors(d / "optimizer.pt", writing=False):
+            try:
+                opt = torch.load(d / "optimizer.pt", weights_only=True, map_location="cpu")
+            except OSError:
+                raise
+            except Exception as e:
+                raise CheckpointError(f"{d / 'optimizer.pt'} is not a readable optimizer "
+                                      f"state ({type(e).__name__}); {fix}") from e
+    if not isinstance(opt, dict) or "state" not in opt:
+        raise CheckpointError(f"{d / 'optimizer.pt'} holds no optimizer state; {fix}")
+    if _nonfinite(opt["state"]):
+        raise CheckpointError(f"{d / 'optimizer.pt'} holds non-finite values (NaN or inf): "
+                              f"the checkpoint is damaged; {fix}")
     return Checkpoint(model, opt, state, log)

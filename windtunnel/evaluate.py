@@ -1,4 +1,8 @@
-"""Evaluate a wind-tunnel model against the exact posterior on fresh held-out hypotheses."""
+"""Evaluate a wind-tunnel model against the exact posterior on fresh held-out hypotheses.
+
+Held-out sequences come in batches of :data:`EVAL_BATCH`; a model whose logits are NaN or
+infinite raises :class:`NonFiniteError` (a fault, exit status 1) instead of reporting NaNs.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from records import FaultError
 from windtunnel.metrics import (
     Accumulator,
     CalibrationReport,
@@ -15,7 +20,15 @@ from windtunnel.metrics import (
 )
 from windtunnel.readout import final_norm_and_head
 from windtunnel.seeds import Purpose, stream
-from windtunnel.task import TokenTask
+from windtunnel.task import TaskConfigError, TokenTask
+
+#: sequences per evaluation batch (part of the held-out stream's definition: batch i of a run's
+#: evaluation is stream (seed, EVAL, i), so changing it changes which sequences are drawn)
+EVAL_BATCH = 500
+
+
+class NonFiniteError(FaultError, FloatingPointError):
+    """A model produced NaN or infinite values (a fault, exit status 1)."""
 
 
 @torch.no_grad()
@@ -24,7 +37,7 @@ def evaluate(
     task: TokenTask,
     n: int = 2000,
     seed: int = 0,
-    batch_size: int = 500,
+    batch_size: int = EVAL_BATCH,
     logit_lens: bool = True,
     progress: bool = False,
 ) -> CalibrationReport:
@@ -35,6 +48,11 @@ def evaluate(
     With ``logit_lens`` the final norm and head are applied to every block's residual output;
     ``per_layer`` then holds KL(Bayes ‖ layer) and entropy MAE (bits) for layers 1..n_layers.
     """
+    if n < 1 or batch_size < 1:
+        raise TaskConfigError(f"evaluation needs n >= 1 and batch_size >= 1, got n={n}, "
+                              f"batch_size={batch_size}")
+    b0 = min(batch_size, n)
+    task.check_memory(b0, task.batch_bytes(b0), "--n")
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -47,7 +65,8 @@ def evaluate(
         out = model(b.input_ids, output_hidden_states=logit_lens)
         logp = slice_log_probs(out.logits[:, b.query_pos], task.hyp_slice)
         if not torch.isfinite(logp).all():
-            raise FloatingPointError("model produced NaN/inf logits during evaluation")
+            raise NonFiniteError(f"the model produced NaN or infinite logits on evaluation "
+                                 f"batch {i}; its weights are damaged or it diverged")
         acc.add(calibration_stats(logp, b.posterior, b.targets))
         if logit_lens and out.hidden_states is not None:
             norm, head = final_norm_and_head(model)

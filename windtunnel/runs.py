@@ -1,10 +1,20 @@
-"""Wind-tunnel run directories: claiming one for a run, and opening a finished or unfinished one.
+"""Wind-tunnel run directories: claiming one for a training run, checking a finished one before
+it is reused, and opening a finished or unfinished one.
 
-A run directory holds ``run.json`` (configuration, task, manifest, status), ``checkpoints/``,
-and when finished ``model/`` (safetensors + ``windtunnel.json`` naming task and architecture),
-``metrics.parquet``, ``eval.json`` and ``figures.html``. :func:`load_run` opens a run
-directory, a saved model directory, or a checkpoint directory inside a run, and returns the model
-with the task it was trained on -- this package is the only one that knows the layout.
+A run directory holds ``run.json``, ``checkpoints/``, and when finished ``model/`` (safetensors
++ ``windtunnel.json`` naming task and architecture, with its ``checksums.json``),
+``metrics.parquet``, ``eval.json``, ``figures.html`` and ``checksums.json`` (of ``eval.json``
+and ``metrics.parquet``). ``run.json`` is a :class:`records.RunDir` record of experiment
+:data:`EXPERIMENT` (``"windtunnel train"``): fingerprint, settings and status, plus the
+configuration (``config``), the task (``task``), ``manifest``, ``params``,
+``resumed_from_step`` and, when done, ``stop_reason``, ``steps_done`` and ``wall_s``.
+
+:func:`claim_run` holds the folder for one training process (a second one gets a one-line
+:class:`records.RunBusyError`); :func:`read_finished` verifies a finished run's files before
+its metrics are reused; :func:`load_run` opens a run directory, a saved model directory, or a
+checkpoint directory inside a run, and returns the model with the task it was trained on --
+this package is the only one that knows the layout. A ``run.json`` of another bayesgeom
+experiment (geometry, steer ...) is not a wind-tunnel run.
 
 Example:
     >>> from pathlib import Path
@@ -14,24 +24,62 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 from transformers import PreTrainedModel
 
-from records import read_json, write_json
-from windtunnel.checkpoint import CheckpointError, latest_checkpoint_dir, load_model
-from windtunnel.task import TokenTask, token_task_from_config
+from records import (
+    InputFileError,
+    RunDir,
+    RunDirError,
+    has_checksums,
+    os_errors,
+    read_json,
+    read_table,
+    verify_checksums,
+    write_checksums,
+    write_json,
+    write_table,
+)
+from records.run_dir import clear_keeping_parts
+from windtunnel.architectures import n_params
+from windtunnel.checkpoint import (
+    RESTART_FIX,
+    CheckpointError,
+    as_checkpoint_error,
+    latest_checkpoint_dir,
+    load_model,
+    save_model_files,
+)
+from windtunnel.metrics import CalibrationReport
+from windtunnel.task import TaskConfigError, TokenTask, token_task_from_config
 
+__all__ = ["EXPERIMENT", "MODEL_RECORD", "RUN_RECORD", "LoadedRun", "NotARunError",
+           "RunDirError", "claim_run", "is_windtunnel_dir", "load_run", "log_frame",
+           "read_finished", "save_final_model", "write_finished"]
 
-class RunDirError(RuntimeError):
-    """The output directory holds something else (another run, unrelated files)."""
-
-
+#: the experiment name a training run's ``run.json`` carries
+EXPERIMENT = "windtunnel train"
 RUN_RECORD = "run.json"
 MODEL_RECORD = "windtunnel.json"
+#: the files of a finished run whose content is reused (checksummed in ``checksums.json``)
+REUSED = ("eval.json", "metrics.parquet")
+LOG_COLUMNS = ("step", "elapsed_s", "train_loss", "lr", "eval_entropy_mae_bits",
+               "eval_entropy_mae_curve_bits", "eval_kl_bits", "eval_tvd", "eval_accuracy")
+#: the fix for a damaged finished run
+FINISHED_FIX = "rerun its windtunnel train command with --restart to train it again"
+
+
+class NotARunError(InputFileError):
+    """A path given as a run that does not exist or holds no wind-tunnel run (exit status 2)."""
 
 
 @dataclass
@@ -45,64 +93,178 @@ class LoadedRun:
     path: Path
 
 
+@contextlib.contextmanager
+def claim_run(out: Path, settings: dict[str, Any], record: dict[str, Any],
+              restart: bool = False) -> Iterator[RunDir]:
+    """Hold ``out`` for a training run with ``settings`` (:class:`records.RunDir`): the same
+    unfinished run is resumed, the same finished one reused (``rd.done``); other settings
+    restart an unfinished run in place (one line on stderr says what changed) and are refused
+    for a finished one unless ``restart``. ``restart`` also starts the same settings over."""
+    with RunDir(out, EXPERIMENT, settings, restart=restart, record=record) as rd:
+        if restart and rd.previous is not None:
+            clear_keeping_parts(rd.out)
+            rd.previous, rd.restarted = None, "--restart"
+            rd.update()
+        if rd.restarted:
+            print(f"bayesgeom: {out} held an earlier run; restarting it in place "
+                  f"({rd.restarted})", file=sys.stderr)
+        yield rd
+
+
+def read_finished(out: Path) -> tuple[dict[str, Any], pd.DataFrame]:
+    """``eval.json`` and ``metrics.parquet`` of a finished run, after verifying them and
+    ``model/`` against their checksums; a missing, truncated or altered file is a one-line
+    :class:`CheckpointError` naming it, never a silent reuse."""
+    with as_checkpoint_error():
+        for d in (out, out / "model"):
+            if not has_checksums(d):
+                raise CheckpointError(f"{d / 'checksums.json'} is missing, so the run's files "
+                                      f"cannot be verified; {FINISHED_FIX}")
+            verify_checksums(d, fix=FINISHED_FIX)
+        summary = read_json(out / "eval.json", expect=dict, keys=("params", "entropy_mae_bits"),
+                            fix=FINISHED_FIX)
+        log = read_table(out / "metrics.parquet", columns=("step",), fix=FINISHED_FIX)
+    return summary, log
+
+
+def _record(path: Path) -> tuple[str | None, dict[str, Any] | None]:
+    """(kind, record) of ``path/run.json``: kind ``"run"`` for a wind-tunnel training record
+    (experiment :data:`EXPERIMENT`, or an older record with config and task), ``"other"`` for
+    another experiment's, ``"damaged"`` for one that is not a JSON object, None for none."""
+    p = path / RUN_RECORD
+    if not p.is_file():
+        return None, None
+    try:
+        rec = json.loads(p.read_bytes())
+    except (OSError, ValueError):
+        return "damaged", None
+    if not isinstance(rec, dict):
+        return "damaged", None
+    if rec.get("experiment") == EXPERIMENT:
+        return "run", rec
+    legacy = "experiment" not in rec and "config" in rec and "task" in rec
+    return ("run" if legacy else "other"), rec
+
+
 def is_windtunnel_dir(path: Path) -> bool:
-    """True for a run directory, a saved wind-tunnel model or a checkpoint inside a run."""
+    """True for a wind-tunnel run directory (a ``run.json`` of :data:`EXPERIMENT`, or an older
+    one with config and task; an unreadable one too, so that opening it names the damage),
+    a saved wind-tunnel model or a checkpoint inside a run."""
     if not path.is_dir():
         return False
-    if (path / RUN_RECORD).exists() or (path / MODEL_RECORD).exists():
+    if (path / MODEL_RECORD).exists() or _record(path)[0] in ("run", "damaged"):
         return True
     cfg = path / "config.json"
     if not cfg.exists():
         return False
     try:
-        c = json.loads(cfg.read_text())
-    except json.JSONDecodeError:
+        c = json.loads(cfg.read_bytes())
+    except (OSError, ValueError):
         return False
-    return "bayesgeom_preset" in c or c.get("model_type") == "bayesgeom_mlp"
+    return isinstance(c, dict) and ("bayesgeom_preset" in c
+                                    or c.get("model_type") == "bayesgeom_mlp")
+
+
+def _task(cfg: Any, where: Path, fix: str) -> TokenTask:
+    """The task a record describes; a record that names none it can rebuild is damaged."""
+    try:
+        if not isinstance(cfg, dict) or "task" not in cfg:
+            raise TaskConfigError("no task name")
+        return token_task_from_config(cfg)
+    except (TaskConfigError, TypeError) as e:
+        raise CheckpointError(f"{where} holds no usable task record ({e}); {fix}") from e
 
 
 def load_run(path: str | Path) -> LoadedRun:
-    """Open a run directory (its final model, or the latest checkpoint of an unfinished run),
-    a bare model directory written by training, or a checkpoint directory
-    (``<run>/checkpoints/step-N``, task read from the run)."""
+    """Open a run directory (its final model, checksums verified, or the latest checkpoint of
+    an unfinished run), a bare model directory written by training, or a checkpoint directory
+    (``<run>/checkpoints/step-N``, task read from the run). A path that does not exist or
+    holds no run: :class:`NotARunError` (usage); a damaged file: :class:`CheckpointError`
+    naming it."""
     path = Path(path)
     if not path.exists():
-        raise CheckpointError(f"{path} does not exist")
-    if (path / MODEL_RECORD).exists():
-        meta = read_json(path / MODEL_RECORD)
-        return LoadedRun(load_model(path), token_task_from_config(meta["task"]), meta["arch"], -1,
-                         path)
-    rec_path = path / RUN_RECORD
-    if not rec_path.exists():
-        if not (path / "config.json").exists():
-            raise CheckpointError(f"{path} is not a bayesgeom run (no {RUN_RECORD}, "
-                                  f"{MODEL_RECORD} or model)")
-        run_json = path.parent.parent / RUN_RECORD  # <run>/checkpoints/step-N
-        task = token_task_from_config(read_json(run_json)["task"]) if run_json.exists() else None
-        return LoadedRun(load_model(path), task, "?", -1, path)
-    try:
-        rec = json.loads(rec_path.read_text())
-    except json.JSONDecodeError as e:
-        raise CheckpointError(f"{rec_path} is corrupt: {e}") from e
-    task = token_task_from_config(rec["task"])
-    arch = rec["config"]["arch"]
-    if rec.get("status") == "done" and (path / "model").exists():
-        return LoadedRun(load_model(path / "model"), task, arch, int(rec["steps_done"]), path)
-    ck = latest_checkpoint_dir(path / "checkpoints")
-    if ck is None:
-        raise CheckpointError(f"{path} has no checkpoint yet")
-    state = read_json(ck / "state.json")
-    return LoadedRun(load_model(ck), task, arch, int(state["step"]), path)
+        raise NotARunError(f"{path} does not exist")
+    with as_checkpoint_error():
+        if (path / MODEL_RECORD).exists():
+            meta = read_json(path / MODEL_RECORD, expect=dict, keys=("task", "arch"),
+                             fix=FINISHED_FIX)
+            return LoadedRun(load_model(path, FINISHED_FIX),
+                             _task(meta["task"], path / MODEL_RECORD, FINISHED_FIX),
+                             str(meta["arch"]), -1, path)
+        kind, other = _record(path)
+        if kind == "other":
+            what = other.get("experiment") if other else None
+            raise NotARunError(f"{path} holds a bayesgeom {what} run, not a wind-tunnel "
+                               "training run" if what else f"{path / RUN_RECORD} is not a "
+                               "wind-tunnel run record (it has no config and task)")
+        if kind is None:
+            if not (path / "config.json").exists():
+                raise NotARunError(f"{path} is not a bayesgeom run (no {RUN_RECORD}, "
+                                   f"{MODEL_RECORD} or model)")
+            run_json = path.parent.parent / RUN_RECORD  # <run>/checkpoints/step-N
+            task = None
+            if _record(path.parent.parent)[0] == "run":
+                rec = read_json(run_json, expect=dict, keys=("task",), fix=FINISHED_FIX)
+                task = _task(rec["task"], run_json, FINISHED_FIX)
+            return LoadedRun(load_model(path, RESTART_FIX), task, "?", -1, path)
+        rec_path = path / RUN_RECORD
+        fix = f"delete {path} and train it again"
+        rec = read_json(rec_path, expect=dict, keys=("config", "task"), fix=fix)
+        task = _task(rec["task"], rec_path, fix)
+        arch = rec["config"].get("arch") if isinstance(rec["config"], dict) else None
+        if not isinstance(arch, str):
+            raise CheckpointError(f"{rec_path} names no architecture (config.arch); {fix}")
+        if rec.get("status") == "done" and (path / "model").exists():
+            steps = rec.get("steps_done")
+            if not isinstance(steps, int):
+                raise CheckpointError(f"{rec_path} has no step count (steps_done); {fix}")
+            return LoadedRun(load_model(path / "model", FINISHED_FIX), task, arch, steps, path)
+        ck = latest_checkpoint_dir(path / "checkpoints")
+        if ck is None:
+            raise CheckpointError(f"{path} has no checkpoint yet; train it first")
+        state = read_json(ck / "state.json", expect=dict, keys=("step",), fix=RESTART_FIX)
+        return LoadedRun(load_model(ck, RESTART_FIX), task, arch, int(state["step"]), path)
+
+
+def log_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The training log (``metrics.parquet``, a checkpoint's ``log.csv``) from its rows."""
+    return pd.DataFrame(rows, columns=list(LOG_COLUMNS))
+
+
+def write_finished(out: Path, model: PreTrainedModel, task: TokenTask, arch: str, preset: str,
+                   seed: int, steps: int, report: CalibrationReport,
+                   log_rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Write a finished run's outputs -- ``model/``, ``metrics.parquet``, ``eval.json``,
+    ``figures.html`` -- and the checksums of the reused ones (before it is marked done);
+    returns the log."""
+    from windtunnel.figures import training_figures
+
+    save_final_model(out, model, task, arch, preset, seed)
+    log = log_frame(log_rows)
+    write_table(out / "metrics.parquet", log)
+    write_json(out / "eval.json", {
+        "task": task.name, "task_config": task.config(), "arch": arch, "preset": preset,
+        "params": n_params(model), "steps": steps, "seed": seed,
+        "entropy_mae_metric": "per-sample mean |H_model - H_Bayes| (bits)",
+        **report.to_dict()})
+    training_figures(out / "figures.html", log, report, title=f"{arch} on {task.name}")
+    write_checksums(out, REUSED)
+    return log
 
 
 def save_final_model(out: Path, model: PreTrainedModel, task: TokenTask, arch: str,
                      preset: str, seed: int) -> Path:
-    """Write ``out/model`` (safetensors + ``windtunnel.json``) via a temporary sibling."""
+    """Write ``out/model`` (safetensors + ``windtunnel.json`` + ``checksums.json``) via a
+    temporary sibling renamed into place; OS errors are one-line ``FileFault`` s."""
     tmp, final = out / ".tmp-model", out / "model"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
+    with os_errors(tmp):
+        shutil.rmtree(tmp, ignore_errors=True)
+    save_model_files(model, tmp)
     write_json(tmp / MODEL_RECORD,
                {"task": task.config(), "arch": arch, "preset": preset, "seed": seed})
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
+    write_checksums(tmp)
+    with os_errors(final):
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
     return final
+

@@ -9,11 +9,20 @@ step ``s`` from ``stream(seed, TRAIN, s)`` -- the generator of
 never replays a training batch; and a step's batch depends on the run seed and the step alone, so
 a resumed run sees exactly the batches an uninterrupted one would, and its final metrics match
 bit for bit. Model initialisation uses torch's generator (``torch.manual_seed(seed)``).
+
+A run is held by one process and claimed in ``run.json`` (:func:`windtunnel.runs.claim_run`):
+its settings are the full configuration with the task's parameters spelled out
+(:meth:`TrainConfig.settings`), so ``--V 20`` where 20 is the default is the same run. The
+same settings resume an unfinished run from its latest checkpoint and return a finished one
+(after verifying its files' checksums); other settings restart an unfinished run in place and
+are refused for a finished one unless ``restart`` (``--restart``). Options are checked where
+they are declared (:func:`records.check_options`) and a batch that would not fit in memory is
+refused before anything is allocated, so the API and the command line give the same one-line
+:class:`~windtunnel.task.TaskConfigError`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable
@@ -28,26 +37,30 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
 from records import (
+    RunDir,
     check_options,
+    json_safe,
     option,
-    read_json,
     run_manifest,
-    write_json,
-    write_table,
 )
-from windtunnel.architectures import ARCHS, build_model, n_params
+from windtunnel.architectures import ARCHS, build_model, check_batch_memory, n_params
 from windtunnel.checkpoint import (
     latest_checkpoint_dir,
     load_checkpoint,
     save_checkpoint,
     save_dense,
 )
-from windtunnel.evaluate import evaluate
+from windtunnel.evaluate import EVAL_BATCH, NonFiniteError, evaluate
 from windtunnel.metrics import CalibrationReport
-from windtunnel.runs import RUN_RECORD, RunDirError, save_final_model
+from windtunnel.runs import claim_run, log_frame, read_finished, write_finished
 from windtunnel.seeds import Purpose, stream
 from windtunnel.task import TaskConfigError, TokenTask, make_token_task
 from windtunnel.transformer import TRANSFORMER_PRESETS, get_preset
+
+
+class DivergenceError(NonFiniteError):
+    """The training loss became NaN or infinite (a fault, exit status 1; a
+    ``FloatingPointError`` too). The message names the step and says to lower ``--lr``."""
 
 
 @dataclass
@@ -60,15 +73,17 @@ class TrainConfig:
     arch: str = option("transformer", "model architecture", choices=tuple(ARCHS))
     preset: str = option("small", "model size", choices=tuple(TRANSFORMER_PRESETS))
     steps: int = option(10_000, "optimiser steps", min=1)
-    seed: int = option(0, "seed of the initialisation and of every batch", min=0)
+    seed: int = option(0, "seed of the initialisation and of every batch (< 2**64)", min=0)
     batch_size: int = option(128, "sequences per step (a fresh hypothesis each)", min=1)
-    lr: float = option(3e-3, "peak learning rate")
+    lr: float = option(3e-3, "peak learning rate", above=0)
     min_lr_ratio: float = option(0.01, "final learning rate / peak", min=0.0, max=1.0,
                                  cli=False)
     warmup_steps: int = option(300, "linear warm-up steps", min=0)
     weight_decay: float = option(0.01, "AdamW weight decay on matrices", min=0.0)
-    betas: tuple[float, float] = option((0.9, 0.98), "AdamW betas", cli=False)
-    grad_clip: float = option(1.0, "gradient-norm clipping")
+    betas: tuple[float, float] = option((0.9, 0.98), "AdamW betas (each in [0, 1))", min=0.0,
+                                        cli=False)
+    grad_clip: float = option(1.0, "gradient-norm clipping (the largest gradient norm)",
+                              above=0)
     eval_every: int = option(1000, "held-out evaluation every N steps", min=1)
     eval_size: int = option(1000, "held-out sequences per evaluation", min=1)
     final_eval_size: int = option(2000, "held-out sequences of the final evaluation", min=1,
@@ -82,12 +97,30 @@ class TrainConfig:
     #: then follows elapsed time, so the run still ends at the floor learning rate. Time-budgeted
     #: runs are not bit-reproducible (where they stop depends on the machine).
     max_minutes: float | None = option(None, "stop (with a final checkpoint) after this much "
-                                             "training wall time", min=1e-6)
+                                             "training wall time", above=0)
 
     def validate(self) -> TokenTask:
+        """The task, after checking every option (its declared type and range), the task's
+        parameters and that a batch fits in memory; else a one-line ``TaskConfigError``."""
         check_options(self, TaskConfigError)
+        if self.seed >= 2**64:  # torch.manual_seed's limit
+            raise TaskConfigError(f"seed must be < 2**64, got {self.seed}")
+        if not all(b < 1 for b in self.betas):
+            raise TaskConfigError(f"betas must each be < 1, got {self.betas}")
+        if not isinstance(self.task_params, dict):
+            raise TaskConfigError(f"task_params must be a dict, got {self.task_params!r}")
         get_preset(self.preset)
-        return make_token_task(self.task, **self.task_params)
+        task = make_token_task(self.task, **self.task_params)
+        eval_batch = min(EVAL_BATCH, max(self.eval_size, self.final_eval_size))
+        check_batch_memory(task, self.arch, self.preset, self.batch_size, eval_batch)
+        return task
+
+    def settings(self, task: TokenTask) -> dict[str, Any]:
+        """What determines the run's results: every field, with ``task_params`` the task's
+        full parameters (defaults spelled out), so equal runs have equal settings."""
+        d = self.to_json()
+        d["task_params"] = {k: v for k, v in task.config().items() if k != "task"}
+        return json_safe(d)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -156,46 +189,40 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam
     )
 
 
-def _prepare_run_dir(out: Path, cfg: TrainConfig) -> dict[str, Any] | None:
-    """Return the existing run record if ``out`` holds this same run, else claim an empty dir."""
-    rec_path = out / RUN_RECORD
-    if rec_path.exists():
-        try:
-            rec = json.loads(rec_path.read_text())
-        except json.JSONDecodeError as e:
-            raise RunDirError(f"{rec_path} is corrupt ({e}); choose another --out") from e
-        if TrainConfig.from_json(rec.get("config", {})) != cfg:
-            raise RunDirError(
-                f"{out} holds another run (different configuration); "
-                "choose a new --out or rerun with the same settings to resume it"
-            )
-        return rec
-    if out.exists() and any(p.name != "checkpoints" for p in out.iterdir()):
-        raise RunDirError(f"{out} is not empty and holds no bayesgeom run; choose another --out")
-    return None
-
-
 def train(
     cfg: TrainConfig,
     out: str | Path,
     progress: bool = True,
     on_step: Callable[[int], None] | None = None,
+    restart: bool = False,
 ) -> TrainResult:
     """Train (or resume, or return the finished) run described by ``cfg`` in ``out``.
 
-    ``on_step(step)`` is called after every optimiser step (tests use it to simulate a kill).
+    ``out`` is held by this process for the whole run (another process gets a one-line
+    ``RunBusyError``). The same settings resume an unfinished run bit-identically and return a
+    finished one after verifying its files; other settings restart an unfinished run in place
+    (one line on stderr) and are refused for a finished run unless ``restart``, which also
+    starts the same settings over. ``on_step(step)`` is called after every optimiser step
+    (tests use it to simulate a kill).
     """
     task = cfg.validate()
     out = Path(out)
-    rec = _prepare_run_dir(out, cfg)
-    if rec is not None and rec.get("status") == "done":
-        return _finished(out, rec)
-    ckroot = out / "checkpoints"
+    settings = cfg.settings(task)
+    with claim_run(out, settings, {"config": settings, "task": task.config()},
+                   restart=restart) as rd:
+        if rd.done:
+            return _finished(out, rd.previous or {})
+        return _train(cfg, task, rd, progress, on_step)
 
+
+def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
+           on_step: Callable[[int], None] | None) -> TrainResult:
+    out = rd.out
+    ckroot = out / "checkpoints"
     model = build_model(task, cfg.arch, cfg.preset, cfg.seed)
     opt = make_optimizer(model, cfg)
     step, elapsed, log_rows, run_loss, run_n = 0, 0.0, [], 0.0, 0
-    ck = latest_checkpoint_dir(ckroot) if rec is not None else None
+    ck = latest_checkpoint_dir(ckroot) if rd.previous is not None else None
     if ck is not None:
         c = load_checkpoint(ck)
         model.load_state_dict(c.model.state_dict())
@@ -204,15 +231,8 @@ def train(
         log_rows = c.log.to_dict("records")
         run_loss, run_n = float(c.state["run_loss"]), int(c.state["run_n"])
     manifest = run_manifest(seed=cfg.seed, dtype="float32", params=n_params(model))
-    record = {
-        "config": cfg.to_json(),
-        "task": task.config(),
-        "manifest": manifest,
-        "status": "running",
-        "params": n_params(model),
-        "resumed_from_step": step if ck is not None else None,
-    }
-    write_json(out / RUN_RECORD, record)
+    rd.update(manifest=manifest, params=n_params(model),
+              resumed_from_step=step if ck is not None else None)
 
     model.train()
     bar = tqdm(
@@ -243,7 +263,9 @@ def train(
         batch = task.sample(cfg.batch_size, stream(cfg.seed, Purpose.TRAIN, step))
         loss = task_loss(model, task, batch)
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss became {loss.item()} at step {step}; lower --lr")
+            raise DivergenceError(
+                f"the training loss became {loss.item()} at step {step + 1}; lower --lr (now "
+                f"{cfg.lr:g}) and rerun: the unfinished run in {out} restarts in place")
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
@@ -287,7 +309,7 @@ def train(
         if over_budget:
             stop = "time_budget"
         if step % cfg.ckpt_every == 0 or step == cfg.steps or over_budget:
-            save_checkpoint(ckroot, step, model, opt, log_state(), _log_frame(log_rows))
+            save_checkpoint(ckroot, step, model, opt, log_state(), log_frame(log_rows))
         if on_step is not None:
             on_step(step)
         if over_budget:
@@ -297,55 +319,14 @@ def train(
 
     model.eval()
     report = evaluate(model, task, cfg.final_eval_size, cfg.seed, progress=progress)
-    save_final_model(out, model, task, cfg.arch, cfg.preset, cfg.seed)
-    log = _log_frame(log_rows)
-    write_table(out / "metrics.parquet", log)
-    summary = _summary(cfg, task, model, step, report)
-    write_json(out / "eval.json", summary)
-    _write_figures(out, log, report, cfg)
-    record.update({"status": "done", "stop_reason": stop, "steps_done": step, "wall_s": wall})
-    write_json(out / RUN_RECORD, record)
+    log = write_finished(out, model, task, cfg.arch, cfg.preset, cfg.seed, step, report, log_rows)
+    rd.finish(stop_reason=stop, steps_done=step, wall_s=wall)
     return TrainResult(out, step, stop, wall, report, log, n_params(model))
 
 
-def _log_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    cols = [
-        "step",
-        "elapsed_s",
-        "train_loss",
-        "lr",
-        "eval_entropy_mae_bits",
-        "eval_entropy_mae_curve_bits",
-        "eval_kl_bits",
-        "eval_tvd",
-        "eval_accuracy",
-    ]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def _summary(cfg: TrainConfig, task: TokenTask, model, steps: int, rep: CalibrationReport) -> dict:
-    return {
-        "task": cfg.task,
-        "task_config": task.config(),
-        "arch": cfg.arch,
-        "preset": cfg.preset,
-        "params": n_params(model),
-        "steps": steps,
-        "seed": cfg.seed,
-        "entropy_mae_metric": "per-sample mean |H_model - H_Bayes| (bits)",
-        **rep.to_dict(),
-    }
-
-
 def _finished(out: Path, rec: dict[str, Any]) -> TrainResult:
-    summary = read_json(out / "eval.json")
-    log = pd.read_parquet(out / "metrics.parquet")
+    """The finished run in ``out``, its model, metrics and log verified first."""
+    summary, log = read_finished(out)
     rep = CalibrationReport.from_dict(summary)
     return TrainResult(out, int(rec["steps_done"]), rec.get("stop_reason", "steps"),
                        float(rec.get("wall_s", 0.0)), rep, log, int(summary["params"]))
-
-
-def _write_figures(out: Path, log: pd.DataFrame, rep: CalibrationReport, cfg: TrainConfig) -> None:
-    from windtunnel.figures import training_figures
-
-    training_figures(out / "figures.html", log, rep, title=f"{cfg.arch} on {cfg.task}")

@@ -2,7 +2,9 @@
 
 Task options (``--V``, ``--K``, ``--ks`` ...) come from the task registry
 (:data:`windtunnel.TASKS`), so a new task needs no edit here; an option given for a task that
-does not have it is refused.
+does not have it is refused. ``train`` validates through the same :meth:`TrainConfig.validate`
+as the Python API (one line, the same message); ``--restart`` replaces a finished run with
+other settings or starts the same one over.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from analyses.options import CLIError, add_option, add_options, config_from_args
-from records import declared, json_safe, option
+from records import check_options, declared, json_safe, option
 from windtunnel import TASKS, TokenTask
 
 PREFIX = "task_"
@@ -25,14 +27,14 @@ PREFIX = "task_"
 class SampleOptions:
     task: str = option("bijection", "a registered task (bijection, hmm, sula, ...)")
     n: int = option(2, "sequences (SULA: prompts, a multiple of the number of ks)", min=1)
-    seed: int = option(0, "seed of the draw")
+    seed: int = option(0, "seed of the draw", min=0)
 
 
 @dataclass
 class EvalOptions:
     dir: Path = option(Path("."), "run directory (or a saved model directory)", flag="dir")
     n: int = option(2000, "held-out sequences", min=1)
-    seed: int = option(0, "seed of the held-out stream")
+    seed: int = option(0, "seed of the held-out stream", min=0)
     K: int | None = option(None, "HMM: evaluate at another number of observations", min=1)
 
 
@@ -75,7 +77,12 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
                         help="train a model on a task (resumes an unfinished --out)")
     add_options(t, TrainConfig)
     t.add_argument("--out", required=True, type=Path,
-                   help="run directory (created; resumed if unfinished)")
+                   help="run directory (created; resumed if unfinished with the same settings, "
+                        "restarted in place if unfinished with others)")
+    if not any("--restart" in a.option_strings for a in parent._actions):
+        # until the shared parent parser declares it
+        t.add_argument("--restart", action="store_true",
+                       help="replace a finished run in --out (or start the same one over)")
     add_task_options(t, token_only=True)
     t.set_defaults(run=train)
     e = wsub.add_parser("eval", parents=[parent],
@@ -89,6 +96,7 @@ def sample(ns: argparse.Namespace) -> int:
     from windtunnel.inspect import format_records, sample_records
 
     o = config_from_args(SampleOptions, ns)
+    check_options(o)
     rec = sample_records(make_task(o.task, **task_params(ns, o.task)), o.n, o.seed)
     print(json.dumps(rec) if ns.json else format_records(rec))
     return 0
@@ -100,7 +108,8 @@ def train(ns: argparse.Namespace) -> int:
 
     cfg = config_from_args(TrainConfig, ns)
     cfg.task_params = task_params(ns, cfg.task)
-    res = run_training(cfg, ns.out, progress=not ns.no_progress)
+    res = run_training(cfg, ns.out, progress=not ns.no_progress,
+                       restart=getattr(ns, "restart", False))
     r = res.report
     assert r is not None
     if ns.json:
@@ -121,6 +130,7 @@ def evaluate(ns: argparse.Namespace) -> int:
     from windtunnel.runs import load_run
 
     o = config_from_args(EvalOptions, ns)
+    check_options(o)
     run = load_run(o.dir)
     task = run.task
     if task is None:
@@ -136,11 +146,12 @@ def evaluate(ns: argparse.Namespace) -> int:
     if ns.json:
         print(json.dumps(json_safe(out)))
         return 0
-    print(f"{run.arch} on {out['task']} ({out['params']:,} params, {run.steps} steps), "
-          f"{rep.n_sequences} held-out sequences")
-    for k in ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "kl_model_bayes_bits",
-              "tvd", "accuracy"):
-        print(f"  {k:<24} {out[k]:.6g}")
-    print(f"  {'map_agreement':<24} {rep.map_agreement:.6g}  (over the {rep.map_untied} "
-          "sequence positions with a unique Bayes argmax)")
+    lines = [f"{run.arch} on {out['task']} ({out['params']:,} params, {run.steps} steps), "
+             f"{rep.n_sequences} held-out sequences"]
+    lines += [f"  {k:<24} {out[k]:.6g}" for k in ("entropy_mae_bits", "entropy_mae_curve_bits",
+                                                  "kl_bits", "kl_model_bayes_bits", "tvd",
+                                                  "accuracy")]
+    lines.append(f"  {'map_agreement':<24} {rep.map_agreement:.6g}  (over the "
+                 f"{rep.map_untied} sequence positions with a unique Bayes argmax)")
+    print("\n".join(lines))
     return 0

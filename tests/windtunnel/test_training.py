@@ -8,7 +8,7 @@ from windtunnel import make_task
 from windtunnel.architectures import build_model
 from windtunnel.checkpoint import CheckpointError
 from windtunnel.evaluate import evaluate
-from windtunnel.runs import RunDirError, load_run
+from windtunnel.runs import NotARunError, RunDirError, load_run
 from windtunnel.training import TrainConfig, lr_at, train
 
 
@@ -90,14 +90,15 @@ def test_rerun_of_finished_run_returns_it(tmp_path):
 def test_output_dir_holding_another_run_is_refused_and_untouched(tmp_path):
     train(_cfg(steps=10, eval_every=10), tmp_path / "r", progress=False)
     before = (tmp_path / "r" / "eval.json").read_bytes()
-    with pytest.raises(RunDirError, match="holds another run"):
+    with pytest.raises(RunDirError, match="holds a finished windtunnel train run with other "
+                       r"settings \(seed 0 -> 1\); choose another --out, or pass --restart"):
         train(_cfg(steps=10, eval_every=10, seed=1), tmp_path / "r", progress=False)
     assert (tmp_path / "r" / "eval.json").read_bytes() == before
 
 
 def test_unrelated_nonempty_dir_is_refused(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
-    with pytest.raises(RunDirError, match="not empty"):
+    with pytest.raises(RunDirError, match="not a bayesgeom run"):
         train(_cfg(), tmp_path, progress=False)
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
@@ -111,15 +112,15 @@ def test_corrupt_checkpoint_is_reported(tmp_path):
         train(_cfg(), tmp_path / "r", on_step=die, progress=False)
     ck = tmp_path / "r" / "checkpoints" / "step-0000010"
     (ck / "model.safetensors").write_bytes(b"not a safetensors file")
-    with pytest.raises(CheckpointError, match="corrupt"):
+    with pytest.raises(CheckpointError, match=r"step-0000010/model.safetensors .*--restart"):
         train(_cfg(), tmp_path / "r", progress=False)
 
 
 def test_missing_run_is_reported(tmp_path):
-    with pytest.raises(CheckpointError, match="does not exist"):
+    with pytest.raises(NotARunError, match="does not exist"):
         load_run(tmp_path / "nothing")
     (tmp_path / "x").mkdir()
-    with pytest.raises(CheckpointError, match="not a bayesgeom run"):
+    with pytest.raises(NotARunError, match="not a bayesgeom run"):
         load_run(tmp_path / "x")
 
 
