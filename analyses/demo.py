@@ -137,12 +137,14 @@ def train_row(res: TrainResult, arch: str) -> TrainRow:
 
 
 def train_windtunnels(c: DemoConfig, out: Path) -> dict[str, TrainResult]:
-    runs = {"transformer": train(_transformer_cfg(c), out / "transformer", progress=c.progress)}
+    runs = {"transformer": train(_transformer_cfg(c), out / "transformer", progress=c.progress,
+                                 restart=c.restart)}
     wall = runs["transformer"].wall_s
     for i, arch in enumerate(c.baselines):
         _say(f"      training the {arch} baseline for the same wall time ({wall:.0f} s) "
              f"[{i + 1}/{len(c.baselines)}]")
-        runs[arch] = train(_baseline_cfg(c, arch, wall), out / arch, progress=c.progress)
+        runs[arch] = train(_baseline_cfg(c, arch, wall), out / arch, progress=c.progress,
+                           restart=c.restart)
     return runs
 
 
@@ -158,7 +160,7 @@ def _steer_cfg(c: DemoConfig, out: Path, model: str | None) -> steering.SteerCon
     return steering.SteerConfig(model=model, out=out, cut_fractions=s.cut_fractions,
                                 shift_deltas=s.shift_deltas, n_random=s.n_random,
                                 n_per_k=s.steer_per_k, n_prompts=s.windtunnel_prompts,
-                                seed=c.seed, progress=c.progress)
+                                seed=c.seed, progress=c.progress, restart=c.restart)
 
 
 def run_demo(c: DemoConfig) -> DemoResult:
@@ -187,7 +189,8 @@ def _demo(c: DemoConfig, llm: interp.InterpModel, out: Path, t0: float) -> DemoR
          f"(V = {V}), then on HMM filtering")
     runs = train_windtunnels(c, out / "windtunnel")
     bij_dir = str(out / "windtunnel" / "transformer")
-    hmm = train(_hmm_cfg(c), out / "windtunnel" / "hmm-transformer", progress=c.progress)
+    hmm = train(_hmm_cfg(c), out / "windtunnel" / "hmm-transformer", progress=c.progress,
+                restart=c.restart)
     hmm_dir = str(out / "windtunnel" / "hmm-transformer")
     t = lap("windtunnel_training", t)
 
@@ -201,12 +204,12 @@ def _demo(c: DemoConfig, llm: interp.InterpModel, out: Path, t0: float) -> DemoR
                          corpus_paths=c.corpus_paths)
     cmp = compare.run_compare(compare.CompareConfig(
         models=(bij_dir, hmm_dir, c.model), labels=("bijection", "hmm", "llm"),
-        out=out / "compare", geometry=geo), models=[None, wt, llm])
+        out=out / "compare", geometry=geo, restart=c.restart), models=[None, wt, llm])
     t = lap("compare", t)
 
     _say("[3/5] SULA: in-context calibration against the exact posterior, with controls")
     sula_s = sula.run_sula(sula.SulaConfig(model=c.model, out=out / "sula", n_per_k=s.sula_per_k,
-                                           progress=c.progress), model=llm)
+                                           progress=c.progress, restart=c.restart), model=llm)
     t = lap("sula", t)
 
     _say("[4/5] steering the LLM's entropy axis (SULA prompts) against control directions")

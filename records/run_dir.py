@@ -12,7 +12,8 @@ of racing the first. :class:`RunDir` adds the claim: ``<out>/run.json`` names th
   default is the same run: the fingerprint is of the full configuration, not of the flags);
 * other settings restart the run in place when it did not finish (a crash leaves
   ``status: running`` and, the lock being free, nobody is running it), and are refused for a
-  finished run unless ``restart=True`` (``--restart``) says to replace it. A restart keeps the
+  finished run unless ``restart=True`` (``--restart``) says to replace it (``restart`` also
+  starts the same settings over, e.g. after a damaged file). A restart keeps the
   finished parts (:class:`records.Parts`; they are re-verified by fingerprint and checksum
   before any reuse) and nested runs (each checked by its own claim) and deletes every other
   file.
@@ -144,9 +145,10 @@ def clear_keeping_parts(out: Path) -> None:
 class RunDir:
     """``out`` held (:func:`hold`) and claimed by ``experiment`` with ``settings`` for the
     block. ``previous``: the record found when it was the same run (resume or reuse), else
-    None; ``restarted``: the settings that changed when an earlier run was replaced (else
-    None). Call :meth:`finish` when the run's outputs are complete; a run that raises stays
-    ``running`` and is resumed or restarted next time."""
+    None; ``restarted``: the settings that changed (or ``"--restart"``) when an earlier run
+    was replaced -- one line on stderr says so -- else None. Call :meth:`finish` when the
+    run's outputs are complete; a run that raises stays ``running`` and is resumed or
+    restarted next time."""
 
     def __init__(self, out: str | Path, experiment: str, settings: dict[str, Any], *,
                  restart: bool = False, record: dict[str, Any] | None = None):
@@ -192,17 +194,20 @@ class RunDir:
                               "command); choose another --out")
         if kind != self.experiment:
             raise RunDirError(f"{self.out} holds a bayesgeom {kind} run; choose another --out")
-        if rec.get("fingerprint") == self.fingerprint:
+        same = rec.get("fingerprint") == self.fingerprint
+        if same and not self.restart:
             self.previous = rec
             if rec.get("status") != "done":
                 self._write("running")
             return
-        diff = settings_diff(rec.get("settings", {}), self.settings)
+        diff = "--restart" if same else settings_diff(rec.get("settings", {}), self.settings)
         if rec.get("status") == "done" and not self.restart:
             raise RunDirError(f"{self.out} holds a finished {kind} run with other settings "
                               f"({diff}); choose another --out, or pass --restart to "
                               "replace it")
         self.restarted = diff
+        print(f"bayesgeom: {self.out} held an earlier {kind} run; restarting it in place "
+              f"({diff})", file=sys.stderr)
         clear_keeping_parts(self.out)
         self._write("running")
 

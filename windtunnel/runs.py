@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +48,6 @@ from records import (
     write_json,
     write_table,
 )
-from records.run_dir import clear_keeping_parts
 from windtunnel.architectures import n_params
 from windtunnel.checkpoint import (
     RESTART_FIX,
@@ -99,15 +97,8 @@ def claim_run(out: Path, settings: dict[str, Any], record: dict[str, Any],
     """Hold ``out`` for a training run with ``settings`` (:class:`records.RunDir`): the same
     unfinished run is resumed, the same finished one reused (``rd.done``); other settings
     restart an unfinished run in place (one line on stderr says what changed) and are refused
-    for a finished one unless ``restart``. ``restart`` also starts the same settings over."""
+    for a finished one unless ``restart``, which also starts the same settings over."""
     with RunDir(out, EXPERIMENT, settings, restart=restart, record=record) as rd:
-        if restart and rd.previous is not None:
-            clear_keeping_parts(rd.out)
-            rd.previous, rd.restarted = None, "--restart"
-            rd.update()
-        if rd.restarted:
-            print(f"bayesgeom: {out} held an earlier run; restarting it in place "
-                  f"({rd.restarted})", file=sys.stderr)
         yield rd
 
 

@@ -128,7 +128,8 @@ def test_train_then_eval_json_and_refuse_other_run(tmp_path, capsys):
     assert res["steps"] == 20 and len(res["per_position"]["h_bayes_bits"]) == 5
     before = (tmp_path / "run" / "eval.json").read_bytes()
     assert main(["windtunnel", "train", *TINY, "--seed", "9", "--out", out]) == 2
-    assert "holds another run" in capsys.readouterr().err
+    assert "holds a finished windtunnel train run with other settings (seed 0 -> 9); choose " \
+        "another --out, or pass --restart to replace it" in capsys.readouterr().err
     assert (tmp_path / "run" / "eval.json").read_bytes() == before
 
 
@@ -136,8 +137,8 @@ def test_eval_reports_a_corrupt_model(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["windtunnel", "train", *TINY, "--out", str(out)]) == 0
     (out / "model" / "model.safetensors").write_bytes(b"\0" * 10)
-    assert main(["windtunnel", "eval", str(out)]) == 2
-    assert "corrupt" in capsys.readouterr().err
+    assert main(["windtunnel", "eval", str(out)]) == 1  # a damaged file: a fault
+    assert "model.safetensors has 10 bytes" in capsys.readouterr().err
 
 
 def test_console_script_exit_status():

@@ -7,6 +7,7 @@ import torch
 
 import interp
 from analyses.models import open_model
+from records import FileFault, exit_code
 
 
 def test_windtunnel_run_model_dir_and_checkpoint_open_the_same_way(tmp_path):
@@ -39,5 +40,6 @@ def test_text_models_and_loaded_models_pass_through(text_models):
 
 def test_a_broken_run_is_one_clear_error(tmp_path):
     (tmp_path / "run.json").write_text("{not json")
-    with pytest.raises(interp.ModelNotAvailableError, match="cannot load wind-tunnel model"):
+    with pytest.raises(FileFault, match=r"run.json is not valid JSON \(line 1\)") as e:
         open_model(tmp_path)
+    assert exit_code(e.value) == 1  # a damaged file is a fault, not a usage error

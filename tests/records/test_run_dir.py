@@ -114,6 +114,9 @@ def test_same_settings_resume_other_settings_restart_or_are_refused(tmp_path):
         assert rd.restarted == "lr 2 -> 3"
     with RunDir(out, "steer", {"lr": 3}) as rd:
         assert rd.previous is not None and rd.previous["status"] == "running"
+        rd.finish()
+    with RunDir(out, "steer", {"lr": 3}, restart=True) as rd:  # the same settings, over
+        assert rd.previous is None and rd.restarted == "--restart"
 
 
 def test_the_run_record_is_read_whole_or_named_as_damaged(tmp_path):
