@@ -31,6 +31,7 @@ a read-only folder is one ``FileFault`` line naming the file.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,17 +49,19 @@ from records import (
     atomic_write_bytes,
     check_safetensors,
     file_sha256,
+    os_errors,
     read_json,
     read_table,
     write_json,
     write_table,
 )
-from records.run_dir import LOCK, OWNER
+from records.run_dir import LOCK, OWNER, RECORD
 
 FORMAT = "bayesgeom.activations/1"
 INDEX_FIELDS = ("prompt_index", "position", "token_id", "entropy_bits")
 MANIFEST = "manifest.json"
 PROMPTS = "prompts.parquet"
+SHARDS = "shards"
 #: what to do about a damaged store
 DAMAGED = "the store is damaged; capture it again into a new --out (or delete the folder)"
 
@@ -231,21 +234,54 @@ class ActivationStore:
         return self["token_id"]
 
 
+def _refuse_other_runs(path: Path) -> None:
+    """A folder claimed by another bayesgeom command (its ``run.json``) is not a store."""
+    if (path / RECORD).is_file():
+        try:
+            kind = read_json(path / RECORD, expect=dict).get("experiment") or "other"
+        except FileFault:
+            kind = "other"
+        raise StoreMismatchError(f"{path} holds a bayesgeom {kind} run, not an activation "
+                                 "store; choose another --out")
+    m = path / MANIFEST
+    if m.is_file():
+        try:
+            fmt = read_json(m, expect=dict).get("format")
+        except FileFault:
+            return  # a damaged manifest: read_manifest says so
+        if fmt is None:
+            raise StoreMismatchError(f"{path} is not an activation store ({m} is another "
+                                     "kind of manifest); choose another --out")
+
+
+def _clear_store(path: Path) -> None:
+    """Remove a store's files (manifest, prompt table, shards) for ``--restart``."""
+    with os_errors(path):
+        for name in (MANIFEST, PROMPTS):
+            (path / name).unlink(missing_ok=True)
+        shutil.rmtree(path / SHARDS, ignore_errors=True)
+
+
 class ShardWriter:
     """Writes a disk store shard by shard; on an existing directory, checks that it holds the
     same capture (``identity``) and reports which shards are already done."""
 
     def __init__(self, path: Path, identity: dict[str, Any], n_shards: int,
-                 prompts: pd.DataFrame):
+                 prompts: pd.DataFrame, restart: bool = False):
         self.path = path
+        _refuse_other_runs(path)
         if (path / MANIFEST).exists():
             old = read_manifest(path)
             diff = [k for k, v in identity.items() if old.get("identity", {}).get(k) != v]
-            if diff:
+            if diff and not restart:
                 raise StoreMismatchError(
                     f"{path} holds a different capture (differs in: {', '.join(diff)}); "
-                    "choose another --out directory or delete this one"
-                )
+                    "choose another --out, or pass --restart to replace it")
+            if restart:
+                print(f"bayesgeom: {path} held an earlier capture; restarting it in place",
+                      file=sys.stderr, flush=True)
+                _clear_store(path)
+        if (path / MANIFEST).exists():
             self.manifest = old
             self.manifest["shards"] = [s for s in old["shards"] if self._reusable(s)]
         else:
@@ -274,7 +310,7 @@ class ShardWriter:
 
     def write(self, k: int, prompt_range: tuple[int, int], tensors: dict[str, torch.Tensor],
               row_shapes: dict[str, list[int]]) -> None:
-        rel = f"shards/shard-{k:05d}.safetensors"
+        rel = f"{SHARDS}/shard-{k:05d}.safetensors"
         lo, hi = prompt_range
         meta = {"format": FORMAT, "shard": str(k), "prompts": f"{lo}:{hi}"}
         blob = save({n: t.contiguous() for n, t in tensors.items()}, metadata=meta)

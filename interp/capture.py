@@ -168,6 +168,7 @@ def capture(
     check_finite: bool = True,
     progress: bool = True,
     seed: int = 0,
+    restart: bool = False,
 ) -> ActivationStore:
     """Capture ``sites`` at ``positions`` for every prompt.
 
@@ -175,7 +176,8 @@ def capture(
     directory, ``None`` for the embedded model). ``prompts``: strings, token lists, an [N, T] id
     tensor or any object with an ``input_ids`` tensor (a wind-tunnel ``TaskBatch``).
     ``positions``: ``"last"``, ``"all"`` or indices into each prompt (negative from its end).
-    ``out``: stream to this directory (resumes an interrupted capture) instead of keeping rows in
+    ``out``: stream to this directory (resumes an interrupted capture; a different capture
+    there is refused unless ``restart``, which starts it over) instead of keeping rows in
     memory. Returns the :class:`ActivationStore`; its rows are prompt-major, then position order.
     """
     m = load(model)
@@ -209,7 +211,8 @@ def capture(
                                  "n_tokens": lengths})
     hold_out = contextlib.nullcontext() if out is None else hold(out)
     with hold_out:
-        writer = None if out is None else ShardWriter(Path(out), identity, n_shards, prompt_table)
+        writer = None if out is None else ShardWriter(Path(out), identity, n_shards,
+                                                      prompt_table, restart)
         rows = _Rows(sdt, check_finite, pattern_width=max(lengths), entropy_ids=entropy_slice(m))
         tensors, row_shapes = _run(m, tokens, lengths, site_list, spec, (per_shard, n_shards),
                                    rows, writer, progress, batch_size)

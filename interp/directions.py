@@ -90,7 +90,7 @@ def _centred_rows(acts: torch.Tensor, what: str = "acts") -> torch.Tensor:
     x = x.flatten(1)
     if not bool(torch.isfinite(x).all()):
         rows = int((~torch.isfinite(x)).any(1).sum())
-        raise NonFiniteActivationError(f"{what} hold NaN or inf in {rows} of {len(x)} rows; "
+        raise NonFiniteActivationError(f"{what} holds NaN or inf in {rows} of {len(x)} rows; "
                                        "drop or fix those rows first")
     return x - x.mean(0)
 

@@ -67,7 +67,7 @@ def exit_code(e: BaseException) -> int:
     return EXIT_USAGE
 
 
-def _file_in_the_way(path: Path) -> Path | None:
+def file_in_the_way(path: Path) -> Path | None:
     """The first ancestor of ``path`` that exists and is not a directory."""
     for p in [path, *path.parents]:
         if p.exists():
@@ -91,7 +91,7 @@ def os_error_line(e: OSError, path: str | Path, writing: bool = True,
         return f"cannot {verb} {path}: permission denied; " + (
             fix if writing else "check the file's permissions")
     if code == errno.ENOTDIR or (code == errno.EEXIST and path.is_file()):
-        blocker = _file_in_the_way(path.parent if code == errno.ENOTDIR else path) or path
+        blocker = file_in_the_way(path.parent if code == errno.ENOTDIR else path) or path
         return f"{blocker} is a file, not a directory; {fix}"
     if code == errno.EISDIR:
         return f"{path} is a directory; expected a file"

@@ -45,7 +45,7 @@ from typing import Any
 import filelock
 
 from records.atomic import make_dir, os_errors
-from records.errors import FaultError, FileFault, UsageError, os_error_line
+from records.errors import FaultError, FileFault, UsageError, file_in_the_way, os_error_line
 from records.files import json_safe, read_json, write_json
 from records.reuse import MARKER, fingerprint
 
@@ -74,10 +74,16 @@ def _owner(out: Path) -> str:
 @contextlib.contextmanager
 def hold(out: str | Path) -> Iterator[Path]:
     """Hold ``out`` (created if needed) as its only writer for the block; raise
-    :class:`RunBusyError` at once if another process holds it."""
+    :class:`RunBusyError` at once if another process holds it. A block refused with a usage
+    error (the folder holds something else) leaves no trace: the lock file, and the folder
+    when this call created it, are removed."""
+    out = Path(out)
+    blocker = file_in_the_way(out)
+    if blocker is not None:
+        raise RunDirError(f"{blocker} is a file, not a directory; choose another --out")
+    created = not out.exists()
     out = make_dir(out)
-    if not out.is_dir():
-        raise RunDirError(f"{out} is a file, not a directory; choose another --out")
+    had_lock = (out / LOCK).exists()
     lock = filelock.FileLock(str(out / LOCK), timeout=0, is_singleton=False)
     try:
         lock.acquire()
@@ -86,13 +92,22 @@ def hold(out: str | Path) -> Iterator[Path]:
                            "choose another --out") from None
     except OSError as e:
         raise FileFault(os_error_line(e, out / LOCK)) from e
+    refused = False
     try:
         write_json(out / OWNER, {"pid": os.getpid(), "since": time.time(),
                                  "argv": list(sys.argv)})
         yield out
+    except UsageError:
+        refused = True
+        raise
     finally:
         (out / OWNER).unlink(missing_ok=True)
+        if refused and not had_lock:
+            (out / LOCK).unlink(missing_ok=True)
         lock.release()
+        if refused and created:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if empty
 
 
 def _visible(out: Path) -> list[Path]:

@@ -16,6 +16,7 @@ from analyses.options import (
     config_from_args,
     dtype_option,
     model_option,
+    restart_option,
     seed_option,
 )
 from records import option, read_text
@@ -48,6 +49,7 @@ class CaptureOptions:
         None, "prompts per shard (default: about 32 MiB of activations per shard)", min=1)
     dtype: str | None = dtype_option()
     allow_pickle: bool = allow_pickle_option()
+    restart: bool = restart_option()
     store_dtype: str = option("float32", "stored dtype",
                               choices=("float32", "float16", "bfloat16"))
     device: str | None = option(None, "torch device, e.g. cuda:0")
@@ -91,7 +93,8 @@ def capture(ns: argparse.Namespace) -> int:
                        backend=o.backend, allow_pickle=o.allow_pickle)
     store = run_capture(model, prompts, list(o.sites), o.positions, batch_size=o.batch_size,
                         out=o.out, prompts_per_shard=o.shard_prompts,
-                        store_dtype=o.store_dtype, progress=not ns.no_progress, seed=o.seed)
+                        store_dtype=o.store_dtype, progress=not ns.no_progress, seed=o.seed,
+                        restart=o.restart)
     if ns.json:
         print(json.dumps({"rows": len(store), "sites": store.sites, "out": str(o.out),
                           "model": model.info.to_dict()}))

@@ -151,7 +151,7 @@ def test_a_bom_is_not_part_of_the_first_prompt(tmp_path):
 def test_an_out_that_is_a_file_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("X").write_text("a file")
-    assert main(["windtunnel", "train", "--preset", "tiny", "--steps", "2", "--out", "X"]) == 1
+    assert main(["windtunnel", "train", "--preset", "tiny", "--steps", "2", "--out", "X"]) == 2
     assert "X is a file, not a directory; choose another --out" in \
         _one_clear_line(capsys.readouterr().err)
     assert Path("X").read_text() == "a file"
@@ -212,8 +212,8 @@ def test_every_experiment_refuses_a_folder_of_other_files(argv, tmp_path, capsys
     assert main([*argv, "--out", str(out), "--no-progress"]) == 2
     assert "holds files that are not a bayesgeom run (notes.txt)" in \
         _one_clear_line(capsys.readouterr().err)
-    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".bayesgeom")) == \
-        ["notes.txt"] and (out / "notes.txt").read_text() == "keep me"
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]  # not even a lock file
+    assert (out / "notes.txt").read_text() == "keep me"
 
 
 def test_an_experiment_refuses_another_commands_run(tmp_path, capsys):
@@ -237,4 +237,4 @@ def test_capture_refuses_a_folder_of_other_files(tmp_path, capsys):
     assert main(["capture", "--prompts", str(tmp_path / "p.txt"), "--sites", "logits",
                  "--out", str(out), "--no-progress"]) == 2
     assert "notes.txt" in _one_clear_line(capsys.readouterr().err)
-    assert (out / "notes.txt").read_text() == "keep me"
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]

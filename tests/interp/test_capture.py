@@ -278,11 +278,11 @@ def test_an_out_that_is_a_file_or_on_a_full_disk_is_one_line(llama, prompts, tmp
                                                               monkeypatch):
     import errno
 
-    from records import FileFault
+    from records import FileFault, RunDirError
 
     (tmp_path / "f").write_text("x")
-    with pytest.raises(FileFault, match=rf"^{tmp_path / 'f'} is a file, not a directory; "
-                                        "choose another --out$"):
+    with pytest.raises(RunDirError, match=rf"^{tmp_path / 'f'} is a file, not a directory; "
+                                          "choose another --out$"):
         capture(llama, prompts, ["resid_post.0"], out=tmp_path / "f" / "s", progress=False)
 
     real_fsync = os.fsync
@@ -357,3 +357,32 @@ def test_prompts_a_bom_and_wrong_types(llama):
         with pytest.raises(PromptError, match=msg):
             llama.encode(bad)
     assert llama.encode([torch.tensor([1, 2])]) == ([[1, 2]], None)
+
+
+def test_a_different_capture_is_replaced_only_with_restart(llama, prompts, tmp_path):
+    from interp import StoreMismatchError
+
+    out = tmp_path / "s"
+    capture(llama, prompts, ["resid_post.0"], out=out, progress=False)
+    with pytest.raises(StoreMismatchError, match=r"holds a different capture \(differs in: "
+                                                 r"sites\); choose another --out, or pass "
+                                                 r"--restart to replace it"):
+        capture(llama, prompts, ["resid_post.1"], out=out, progress=False)
+    store = capture(llama, prompts, ["resid_post.1"], out=out, progress=False, restart=True)
+    assert store.sites == ["resid_post.1"] and len(list((out / "shards").iterdir())) >= 1
+
+
+def test_another_commands_run_is_not_a_store(llama, prompts, tmp_path):
+    from interp import StoreMismatchError
+    from records import RunDir, exit_code
+
+    with RunDir(tmp_path / "g", "geometry", {}) as rd:
+        (tmp_path / "g" / "manifest.json").write_text('{"created_utc": "now"}')
+        rd.finish()
+    with pytest.raises(StoreMismatchError, match="holds a bayesgeom geometry run, not an "
+                                                 "activation store") as e:
+        capture(llama, prompts, ["resid_post.0"], out=tmp_path / "g", progress=False)
+    assert exit_code(e.value) == 2
+    (tmp_path / "g" / "run.json").unlink()
+    with pytest.raises(StoreMismatchError, match="is another kind of manifest"):
+        capture(llama, prompts, ["resid_post.0"], out=tmp_path / "g", progress=False)

@@ -82,7 +82,7 @@ def test_non_finite_or_zero_input_is_refused_instead_of_returning_nan():
         interp.projection_std(x, torch.zeros(8))
     bad = x.clone()
     bad[4, 1] = float("inf")
-    with pytest.raises(NonFiniteActivationError, match="x hold NaN or inf in 1 of 20 rows"):
+    with pytest.raises(NonFiniteActivationError, match="x holds NaN or inf in 1 of 20 rows"):
         interp.projection_std(bad, torch.ones(8))
     r = interp.random_controls(torch.ones(8, dtype=torch.float64), n=3)
     with pytest.raises(DirectionShapeError, match="NaN/inf"):

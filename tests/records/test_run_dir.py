@@ -65,8 +65,10 @@ def test_a_second_holder_in_the_same_process_is_refused_too(tmp_path):
 def test_an_out_that_is_a_file_or_unwritable_is_one_line(tmp_path, monkeypatch):
     f = tmp_path / "file"
     f.write_text("x")
-    with pytest.raises(FileFault, match=r"is a file, not a directory; choose another --out"):
+    with pytest.raises(RunDirError, match=r"file is a file, not a directory; choose another "
+                                          r"--out") as e:
         RunDir(f / "run", "geometry", {}).__enter__()
+    assert exit_code(e.value) == 2 and f.read_text() == "x"
 
     def read_only(*a, **k):
         raise OSError(errno.EROFS, "Read-only file system")
@@ -84,6 +86,7 @@ def test_claims_refuse_foreign_folders_and_other_commands(tmp_path):
                                           r"\(notes.txt\)") as e:
         RunDir(notes, "geometry", {}).__enter__()
     assert exit_code(e.value) == 2 and (notes / "notes.txt").read_text() == "mine"
+    assert [p.name for p in notes.iterdir()] == ["notes.txt"]  # a refusal leaves no lock
     with RunDir(tmp_path / "g", "geometry", {"k": 1}) as rd:
         rd.finish()
     with pytest.raises(RunDirError, match="holds a bayesgeom geometry run"):
