@@ -238,3 +238,17 @@ def test_capture_refuses_a_folder_of_other_files(tmp_path, capsys):
                  "--out", str(out), "--no-progress"]) == 2
     assert "notes.txt" in _one_clear_line(capsys.readouterr().err)
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.parametrize("device, msg", [
+    ("foo", "unknown device 'foo'; this machine has: cpu"),
+    ("cuda:99", "device 'cuda:99' is not available"),
+])
+def test_a_device_this_machine_lacks_is_one_line(device, msg, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("p.txt").write_text("hello\n")
+    assert main(["capture", "--prompts", "p.txt", "--sites", "logits", "--device", device,
+                 "--out", "X"]) == 2
+    line = _one_clear_line(capsys.readouterr().err)
+    assert msg in line, line
+    assert not (tmp_path / "X").exists()
