@@ -242,7 +242,7 @@ def test_capture_refuses_a_folder_of_other_files(tmp_path, capsys):
 
 @pytest.mark.parametrize("device, msg", [
     ("foo", "unknown device 'foo'; this machine has: cpu"),
-    ("cuda:99", "device 'cuda:99' is not available"),
+    ("cuda:99", "device 'cuda:99' "),  # not available (no GPU) or does not exist (a GPU)
 ])
 def test_a_device_this_machine_lacks_is_one_line(device, msg, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
