@@ -33,7 +33,6 @@ from typing import Any
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
 from records import (
@@ -52,6 +51,7 @@ from windtunnel.checkpoint import (
 )
 from windtunnel.evaluate import EVAL_BATCH, NonFiniteError, evaluate
 from windtunnel.metrics import CalibrationReport
+from windtunnel.progress import TrainingBar
 from windtunnel.runs import claim_run, log_frame, read_finished, write_finished
 from windtunnel.seeds import Purpose, stream
 from windtunnel.task import TaskConfigError, TokenTask, make_token_task
@@ -235,17 +235,10 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
               resumed_from_step=step if ck is not None else None)
 
     model.train()
-    bar = tqdm(
-        total=cfg.steps,
-        initial=step,
-        desc=f"{cfg.arch}/{cfg.task}",
-        unit="step",
-        disable=not progress,
-        dynamic_ncols=True,
-    )
     t0 = time.perf_counter() - elapsed
     stop = "steps"
     budget = None if cfg.max_minutes is None else cfg.max_minutes * 60.0
+    bar = TrainingBar(cfg.steps, budget, step, elapsed, f"{cfg.arch}/{cfg.task}", progress)
 
     def log_state() -> dict[str, Any]:
         return {
@@ -273,7 +266,7 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
         step += 1
         run_loss += loss.item()
         run_n += 1
-        bar.update(1)
+        bar.advance(step, time.perf_counter() - t0)
 
         row: dict[str, Any] | None = None
         if step % cfg.log_every == 0 or step == cfg.steps:
@@ -296,7 +289,7 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
                     "eval_accuracy": rep.accuracy,
                 }
             )
-            bar.set_postfix(mae_bits=f"{rep.entropy_mae_bits:.4f}")
+            bar.postfix(mae_bits=f"{rep.entropy_mae_bits:.4f}")
         if row is not None:
             log_rows.append(row)
         if (

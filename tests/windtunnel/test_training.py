@@ -153,3 +153,17 @@ def test_schedule_warms_up_then_decays():
     # under a wall-time budget the decay follows elapsed time
     assert lr_at(cfg, 20, time_frac=1.0) == pytest.approx(0.1)
     assert lr_at(cfg, 20, time_frac=0.5) == pytest.approx(0.55)
+
+
+def test_a_time_budgeted_run_shows_its_bar_over_the_budget(tmp_path, capsys):
+    """The bar of a run with max_minutes counts seconds of the budget, not a step total it will
+    never reach (the demo's MLP baselines ask for 1,000,000 steps)."""
+    from windtunnel.training import TrainConfig, train
+
+    cfg = TrainConfig(task="bijection", task_params={"V": 6}, preset="tiny", steps=1_000_000,
+                      batch_size=8, eval_every=10_000, eval_size=8, final_eval_size=16,
+                      ckpt_every=10_000, warmup_steps=2, max_minutes=0.02)
+    res = train(cfg, tmp_path / "run", progress=True)
+    err = capsys.readouterr().err
+    assert res.stop_reason == "time_budget"
+    assert "s of the time budget" in err and "/1000000" not in err
