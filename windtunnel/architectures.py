@@ -1,17 +1,30 @@
-"""Registry of wind-tunnel architectures; MLP baselines are parameter-matched to the transformer.
+"""Registry of wind-tunnel architectures; the baselines are parameter-matched to the transformer.
 
 ``build_model(task, "mlp-position", "paper")`` sizes the MLP so its parameter count matches the
-``paper`` transformer for the same task to well within ±2 %.
+``paper`` transformer for the same task to well within ±2 %. The recurrent baselines
+(:mod:`windtunnel.recurrent`) keep the transformer preset's depth and are matched by width:
+``lstm`` by ``d_model`` (one LSTM layer costs 8d² + 8d, so the step between widths is about
+2/d of the total: ≤ 1 % off from d = 100, ≤ 3 % at the tiny preset's d ≈ 32), ``mamba`` by
+``d_model`` and the time-step rank (``dt_rank``, ≥ HF's default ceil(d/16)), which lands
+within a few hundred parameters. :func:`recurrent_sizes` says what was chosen.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 from transformers import PreTrainedModel
 
 from windtunnel.mlp import WindTunnelMLP, WindTunnelMLPConfig
+from windtunnel.recurrent import (
+    WindTunnelLSTM,
+    WindTunnelLSTMConfig,
+    lstm_params,
+    mamba_config,
+    mamba_params,
+)
 from windtunnel.task import TaskConfigError, TokenTask
 from windtunnel.transformer import build_transformer, get_preset, transformer_config
 
@@ -68,10 +81,83 @@ def _build_mlp(kind: str) -> Callable[[TokenTask, str], PreTrainedModel]:
     return lambda task, preset: WindTunnelMLP(mlp_config(task, kind, preset))
 
 
+def _widths(target: int, cost: Callable[[int], int]) -> range:
+    """Widths from 4 up to the first whose ``cost`` (growing with width) reaches ``target``."""
+    d = 4
+    while cost(d) < target:
+        d += 1
+    return range(4, d + 1)
+
+
+def lstm_config(task: TokenTask, preset: str) -> WindTunnelLSTMConfig:
+    """The LSTM of the preset's depth whose width brings its count closest to the
+    transformer's."""
+    p = get_preset(preset)
+    target = transformer_params(task, preset)
+    V, P = task.vocab_size, task.max_seq_len
+
+    def cost(d: int) -> int:
+        return lstm_params(V, P, d, p.n_layer)
+
+    d = min(_widths(target, cost), key=lambda d: abs(cost(d) - target))
+    return WindTunnelLSTMConfig(vocab_size=V, n_positions=P, d_model=d, n_layer=p.n_layer,
+                                bayesgeom_preset={"n_layer": p.n_layer, "d_model": d,
+                                                  "matched_to": preset})
+
+
+def mamba_sizes(task: TokenTask, preset: str) -> tuple[int, int]:
+    """(d_model, dt_rank) of the Mamba of the preset's depth whose count is closest to the
+    transformer's, the rank taken from HF's default ceil(d/16) to 8 more (ties: the lower)."""
+    p = get_preset(preset)
+    target = transformer_params(task, preset)
+    V = task.vocab_size
+
+    def cost(d: int, r: int | None = None) -> int:
+        return mamba_params(V, d, p.n_layer, r)
+
+    best = min(((d, r) for d in _widths(target, cost)
+                for r in range(math.ceil(d / 16), math.ceil(d / 16) + 9)),
+               key=lambda dr: (abs(cost(*dr) - target), dr[1]))
+    return best
+
+
+def _build_lstm(task: TokenTask, preset: str) -> PreTrainedModel:
+    return WindTunnelLSTM(lstm_config(task, preset))
+
+
+def _build_mamba(task: TokenTask, preset: str) -> PreTrainedModel:
+    from transformers import MambaForCausalLM
+
+    d, r = mamba_sizes(task, preset)
+    n_layer = get_preset(preset).n_layer
+    return MambaForCausalLM(mamba_config(
+        task.vocab_size, d, n_layer, r,
+        bayesgeom_preset={"n_layer": n_layer, "d_model": d, "dt_rank": r, "matched_to": preset}))
+
+
+def recurrent_sizes(task: TokenTask, arch: str, preset: str) -> dict[str, int]:
+    """What the matched ``arch`` (``lstm`` or ``mamba``) is for ``task`` at ``preset``: its
+    depth, width (and rank), parameter count and the transformer's."""
+    n_layer = get_preset(preset).n_layer
+    target = transformer_params(task, preset)
+    if arch == "lstm":
+        d = lstm_config(task, preset).d_model
+        n = lstm_params(task.vocab_size, task.max_seq_len, d, n_layer)
+        return {"n_layer": n_layer, "d_model": d, "params": n, "transformer_params": target}
+    if arch == "mamba":
+        d, r = mamba_sizes(task, preset)
+        return {"n_layer": n_layer, "d_model": d, "dt_rank": r,
+                "params": mamba_params(task.vocab_size, d, n_layer, r),
+                "transformer_params": target}
+    raise TaskConfigError(f"{arch!r} is not a recurrent arch; use 'lstm' or 'mamba'")
+
+
 ARCHS: dict[str, Callable[[TokenTask, str], PreTrainedModel]] = {
     "transformer": lambda task, preset: build_transformer(task, get_preset(preset)),
     "mlp-position": _build_mlp("position"),
     "mlp-flat": _build_mlp("flat"),
+    "lstm": _build_lstm,
+    "mamba": _build_mamba,
 }
 
 
@@ -88,6 +174,18 @@ def attention_bytes(arch: str, preset: str, n: int, seq_len: int, layers: int | 
     return 2 * 4 * n * p.n_head * seq_len * seq_len * (p.n_layer if layers is None else layers)
 
 
+def scan_bytes(task: TokenTask, arch: str, preset: str, n: int, layers: int | None = None,
+               ) -> int:
+    """Estimated memory of Mamba's selective scan for an ``n``-sequence batch: float32
+    [n, 2d, T, 16] four times per layer (discretised A and B, their input product, the
+    states), for ``layers`` layers (default all); 0 for the other archs."""
+    if arch != "mamba":
+        return 0
+    d, _ = mamba_sizes(task, preset)
+    n_layer = get_preset(preset).n_layer if layers is None else layers
+    return 4 * 4 * n * 2 * d * task.seq_len * 16 * n_layer
+
+
 def check_batch_memory(task: TokenTask, arch: str, preset: str, batch_size: int,
                        eval_batch: int) -> None:
     """Refuse (:class:`TaskConfigError`, naming the memory and what to lower) a training run
@@ -95,9 +193,10 @@ def check_batch_memory(task: TokenTask, arch: str, preset: str, batch_size: int,
     time) would need more memory than the machine has."""
     for n, layers, flag in ((batch_size, None, "--batch-size"), (eval_batch, 1, "")):
         att = attention_bytes(arch, preset, n, task.seq_len, layers)
-        task.check_memory(n, task.batch_bytes(n) + att, flag,
-                          extra=f"attention [{n}, heads, {task.seq_len}, {task.seq_len}]"
-                          if att else "")
+        scan = scan_bytes(task, arch, preset, n, layers)
+        extra = (f"attention [{n}, heads, {task.seq_len}, {task.seq_len}]" if att else
+                 f"the selective scan [{n}, 2d, {task.seq_len}, 16]" if scan else "")
+        task.check_memory(n, task.batch_bytes(n) + att + scan, flag, extra=extra)
 
 
 def build_model(task: TokenTask, arch: str, preset: str, seed: int = 0) -> PreTrainedModel:

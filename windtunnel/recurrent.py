@@ -1,0 +1,225 @@
+"""Recurrent baselines: the authors' LSTM as a ``PreTrainedModel``, and a Mamba config builder.
+
+* **LSTM** (:class:`WindTunnelLSTM`): token + learned position embedding, ``n_layer`` stacked
+  single-layer ``torch.nn.LSTM`` s (input = hidden = ``d_model``, no residual connection, as the
+  authors' ``nn.LSTM(d, d, num_layers)``: one module per layer so that ``interp`` can hook every
+  layer), final LayerNorm, LM head tied to the token embedding. No dropout (the authors use 0.1
+  between layers; the wind-tunnel transformer uses none). The authors' bijection LSTM (d 192,
+  6 layers) has 1.79M parameters; this class with the same sizes has the same count.
+  Its config (``model_type`` ``bayesgeom_lstm``) is registered with ``AutoConfig`` /
+  ``AutoModelForCausalLM`` when this module is imported -- ``import windtunnel.architectures``
+  (which every training, run-loading and checkpoint path imports) does it -- so
+  ``save_pretrained`` / ``from_pretrained``, checkpoints and ``interp.load(path)`` work once
+  ``windtunnel`` has been imported in the process (the registration is global).
+* **Mamba** (:func:`mamba_config`): a stock Hugging Face ``MambaConfig`` for
+  ``MambaForCausalLM`` (pure-PyTorch selective scan on CPU; ``mambapy``'s parallel scan where it
+  is installed, ``use_mambapy``), so its saved model directory loads with plain transformers and
+  ``interp.load(path)`` without bayesgeom. Unlike the authors' simplified block it has no
+  positional embedding and uses RMSNorm pre-norm blocks (HF's Mamba-1 block); it is HF's, not
+  the authors'.
+
+Both are sized by :mod:`windtunnel.architectures` to match the transformer's parameter count.
+Left-padded batches (``attention_mask`` with leading zeros, as ``interp`` builds them) give the
+same outputs at the real tokens as the unpadded prompts: the LSTM runs each row from its first
+real token; HF's Mamba zeroes the padded states.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    MambaConfig,
+    PretrainedConfig,
+    PreTrainedModel,
+)
+from transformers.modeling_outputs import CausalLMOutput
+
+#: the Mamba sizes that stay fixed when a preset is matched (the authors': d_state 16, expand 2,
+#: causal depthwise conv of kernel 4)
+MAMBA_STATE, MAMBA_EXPAND, MAMBA_CONV = 16, 2, 4
+
+
+class WindTunnelLSTMConfig(PretrainedConfig):
+    model_type = "bayesgeom_lstm"
+
+    def __init__(
+        self,
+        vocab_size: int = 40,
+        n_positions: int = 38,
+        d_model: int = 64,
+        n_layer: int = 2,
+        layer_norm_eps: float = 1e-5,
+        **kwargs: Any,
+    ):
+        self.vocab_size = vocab_size
+        self.n_positions = n_positions
+        self.d_model = d_model
+        self.n_layer = n_layer
+        self.layer_norm_eps = layer_norm_eps
+        kwargs.setdefault("tie_word_embeddings", True)
+        super().__init__(**kwargs)
+
+    @property
+    def num_hidden_layers(self) -> int:
+        return self.n_layer
+
+    @property
+    def hidden_size(self) -> int:
+        return self.d_model
+
+
+def _left_aligned(x: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """Roll row ``b`` of ``x`` [B, T, D] left by ``shift[b]`` (its pad count): the real tokens
+    first, the pads after them (a causal recurrence never reads them)."""
+    T = x.shape[1]
+    idx = (torch.arange(T, device=x.device)[None, :] + shift[:, None]) % T
+    return x.gather(1, idx[:, :, None].expand_as(x))
+
+
+def _pad_aligned(x: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """The inverse of :func:`_left_aligned`."""
+    return _left_aligned(x, (x.shape[1] - shift) % x.shape[1])
+
+
+class LSTMLayer(nn.Module):
+    """One LSTM layer (``lstm``: ``nn.LSTM(d, d, batch_first=True)``): [B, T, d] -> [B, T, d].
+
+    ``attention_mask`` [B, T] (1 = real token, padding on the left only) makes each row start
+    from the zero state at its first real token; padded positions output zeros."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.lstm = nn.LSTM(d_model, d_model, batch_first=True)
+
+    def forward(self, hidden_states: torch.Tensor,
+                attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        if attention_mask is None or bool(attention_mask.bool().all()):
+            return self.lstm(hidden_states)[0]
+        mask = attention_mask.bool()
+        shift = (~mask).sum(-1)
+        out = self.lstm(_left_aligned(hidden_states, shift))[0]
+        return _pad_aligned(out, shift) * mask[:, :, None].to(out.dtype)
+
+
+class WindTunnelLSTM(PreTrainedModel):
+    """Logits [B, T, vocab] for ids [B, T]; ``hidden_states`` follow HF (the embedding output,
+    then every layer's output, the last one after the final norm)."""
+
+    config_class = WindTunnelLSTMConfig
+    base_model_prefix = "lstm"
+    _tied_weights_keys: ClassVar[dict[str, str]] = {"lm_head.weight": "embed.weight"}
+
+    def __init__(self, config: WindTunnelLSTMConfig):
+        super().__init__(config)
+        c = config
+        self.embed = nn.Embedding(c.vocab_size, c.d_model)
+        self.pos = nn.Embedding(c.n_positions, c.d_model)
+        self.layers = nn.ModuleList(LSTMLayer(c.d_model) for _ in range(c.n_layer))
+        self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.post_init()
+
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+        elif isinstance(module, nn.LSTM):
+            # torch's own LSTM initialisation, U(-1/sqrt(d), 1/sqrt(d)), drawn afresh
+            bound = 1.0 / math.sqrt(module.hidden_size)
+            for p in module.parameters():
+                nn.init.uniform_(p, -bound, bound)
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embed
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_head
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+        return_dict: bool = True,
+        logits_to_keep: int = 0,
+        **_: object,
+    ) -> CausalLMOutput:
+        T = input_ids.shape[1]
+        c = self.config
+        if position_ids is None:
+            if c.n_positions < T:
+                raise ValueError(f"sequence length {T} exceeds n_positions={c.n_positions}")
+            position_ids = torch.arange(T, device=input_ids.device)[None, :]
+        elif int(position_ids.max()) >= c.n_positions:
+            raise ValueError(f"position {int(position_ids.max())} exceeds "
+                             f"n_positions={c.n_positions}")
+        x = self.embed(input_ids) + self.pos(position_ids)
+        hidden = [x]
+        for layer in self.layers:
+            x = layer(x, attention_mask=attention_mask)
+            hidden.append(x)
+        x = self.norm(x)
+        if output_hidden_states:
+            hidden[-1] = x
+        if logits_to_keep:
+            x = x[:, -logits_to_keep:]
+        return CausalLMOutput(
+            logits=self.lm_head(x), hidden_states=tuple(hidden) if output_hidden_states else None
+        )
+
+
+def lstm_params(vocab_size: int, n_positions: int, d_model: int, n_layer: int) -> int:
+    """Parameter count of :class:`WindTunnelLSTM` (tied head counted once)."""
+    d = d_model
+    return (vocab_size + n_positions) * d + n_layer * (8 * d * d + 8 * d) + 2 * d
+
+
+def mamba_config(vocab_size: int, d_model: int, n_layer: int, dt_rank: int | str = "auto",
+                 **extra: Any) -> MambaConfig:
+    """A ``MambaConfig`` of width ``d_model`` and ``n_layer`` blocks for a wind-tunnel
+    vocabulary (d_state 16, expand 2, conv kernel 4, tied head, no cache, no special tokens);
+    ``dt_rank`` is the rank of the time-step projection (``"auto"``: ceil(d / 16))."""
+    return MambaConfig(
+        vocab_size=vocab_size,
+        hidden_size=d_model,
+        num_hidden_layers=n_layer,
+        state_size=MAMBA_STATE,
+        expand=MAMBA_EXPAND,
+        conv_kernel=MAMBA_CONV,
+        time_step_rank=dt_rank,
+        use_mambapy=True,  # mambapy's parallel scan where installed, else the sequential scan
+        use_cache=False,
+        tie_word_embeddings=True,
+        pad_token_id=None,
+        bos_token_id=None,
+        eos_token_id=None,
+        **extra,
+    )
+
+
+def mamba_params(vocab_size: int, d_model: int, n_layer: int, dt_rank: int | None = None) -> int:
+    """Parameter count of ``MambaForCausalLM(mamba_config(...))`` (tied head counted once)."""
+    d, N, k = d_model, MAMBA_STATE, MAMBA_CONV
+    inner = MAMBA_EXPAND * d
+    r = math.ceil(d / 16) if dt_rank is None else dt_rank
+    block = (d  # norm
+             + d * 2 * inner  # in_proj
+             + inner * k + inner  # depthwise conv with bias
+             + inner * (r + 2 * N)  # x_proj -> (dt, B, C)
+             + r * inner + inner  # dt_proj
+             + inner * N + inner  # A_log, D
+             + inner * d)  # out_proj
+    return vocab_size * d + n_layer * block + d  # embedding (tied head), blocks, final norm
+
+
+AutoConfig.register(WindTunnelLSTMConfig.model_type, WindTunnelLSTMConfig)
+AutoModelForCausalLM.register(WindTunnelLSTMConfig, WindTunnelLSTM)
