@@ -18,7 +18,7 @@ from windtunnel.metrics import (
     report_from,
     slice_log_probs,
 )
-from windtunnel.readout import final_norm_and_head
+from windtunnel.readout import block_outputs, final_norm_and_head
 from windtunnel.seeds import Purpose, stream
 from windtunnel.task import TaskConfigError, TokenTask
 
@@ -70,7 +70,7 @@ def evaluate(
         acc.add(calibration_stats(logp, b.posterior, b.targets))
         if logit_lens and out.hidden_states is not None:
             norm, head = final_norm_and_head(model)
-            hs = out.hidden_states[1:]
+            hs = block_outputs(model, out.hidden_states)
             for li, h in enumerate(hs):
                 if len(layer_accs) <= li:
                     layer_accs.append(Accumulator())
