@@ -7,6 +7,7 @@ with its task attached. Errors are :mod:`records` one-liners: :class:`TaskConfig
 altered file (exit status 1).
 """
 
+from windtunnel.assoc_recall import AssocRecallConfig, AssocRecallTask
 from windtunnel.bijection import BijectionConfig, BijectionTask
 from windtunnel.checkpoint import CheckpointError
 from windtunnel.hmm import HMMConfig, HMMTask
@@ -27,6 +28,8 @@ from windtunnel.task import (
 
 __all__ = [
     "TASKS",
+    "AssocRecallConfig",
+    "AssocRecallTask",
     "BijectionConfig",
     "BijectionTask",
     "CheckpointError",
