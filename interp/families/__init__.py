@@ -11,8 +11,9 @@ from interp.families.gpt_neox import GPT_NEOX
 from interp.families.llama import LLAMA
 from interp.families.mistral import MISTRAL
 from interp.families.phi import PHI
+from interp.families.recurrent import LSTM, MAMBA
 
-FAMILIES: tuple[FamilyAdapter, ...] = (GPT_NEOX, PHI, LLAMA, MISTRAL, GPT2)
+FAMILIES: tuple[FamilyAdapter, ...] = (GPT_NEOX, PHI, LLAMA, MISTRAL, GPT2, MAMBA, LSTM)
 
 
 def adapter_for(model: nn.Module) -> FamilyAdapter:

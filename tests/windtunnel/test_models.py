@@ -77,7 +77,7 @@ def test_flat_mlp_is_causal():
     assert not torch.allclose(lx[:, 5:], ly[:, 5:])
 
 
-@pytest.mark.parametrize("arch, preset", [("lstm", "small"), ("transformer", "huge")])
+@pytest.mark.parametrize("arch, preset", [("gru", "small"), ("transformer", "huge")])
 def test_unknown_arch_or_preset(arch, preset):
     with pytest.raises(TaskConfigError, match="unknown"):
         build_model(make_task("bijection"), arch, preset)
