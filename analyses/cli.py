@@ -30,13 +30,22 @@ EXIT_PIPE = 141
 
 
 def build_parser() -> Parser:
-    from analyses.commands import capture, compare, demo, geometry, steer, sula, windtunnel
+    from analyses.commands import (
+        capture,
+        compare,
+        demo,
+        geometry,
+        steer,
+        sula,
+        sweep,
+        windtunnel,
+    )
 
     p = Parser(prog="bayesgeom", description="Measure the Bayesian geometry of transformer "
                "attention: wind tunnels with exact posteriors and pretrained LLMs.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     parent = parent_parser()
-    for command in (demo, windtunnel, capture, geometry, compare, sula, steer):
+    for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep):
         command.register(sub, parent)
     return p
 

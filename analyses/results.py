@@ -1,4 +1,4 @@
-"""The typed results of the steering, SULA, compare and demo experiments; each run's
+"""The typed results of the steering, SULA, compare, demo and sweep experiments; each run's
 ``summary.json`` is the serialisation of one of these (:func:`records.write_result`), and
 reports, ``compare`` and ``demo`` read their fields. (A geometry run's result is in
 :mod:`analyses.geometry_result`.)
@@ -7,6 +7,7 @@ reports, ``compare`` and ``demo`` read their fields. (A geometry run's result is
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
@@ -241,3 +242,30 @@ class DemoResult:
     steer_windtunnel: SteerResult
     timings_s: dict[str, float] = field(default_factory=dict)
     quick: bool = False
+
+
+@dataclass
+class SweepCell:
+    """One run of a sweep: where it is and how it ended (``trained``, ``reused``, ``failed``)."""
+
+    name: str
+    task: str
+    arch: str
+    preset: str
+    seed: int
+    status: str
+    error: str | None = None
+
+
+@dataclass
+class SweepResult:
+    """A sweep: its cells and, per (task, arch, preset) and metric, n, mean, sd and the 95 %
+    t-interval of the mean over seeds (``aggregate``, the rows of ``aggregate.parquet``)."""
+
+    cells: list[SweepCell]
+    aggregate: list[dict[str, Any]]
+    reused: int
+    trained: int
+    failed: int
+    backend: str
+    wall_s: float

@@ -1,10 +1,10 @@
 """Wind tunnels: tasks with exact Bayes posteriors, small models, training, calibration.
 
-Tasks share one contract (:mod:`windtunnel.task`): token tasks (bijection, hmm) for training
-small models, and the text task SULA for pretrained LLMs. :func:`load_run` opens a trained run
-with its task attached. Errors are :mod:`records` one-liners: :class:`TaskConfigError` and
-:class:`RunDirError` are usage errors (exit status 2), :class:`CheckpointError` a damaged or
-altered file (exit status 1).
+Tasks share one contract (:mod:`windtunnel.task`): token tasks (bijection, hmm, assoc_recall)
+for training small models, and the text task SULA for pretrained LLMs. :func:`load_run` opens a
+trained run with its task attached. Errors are :mod:`records` one-liners:
+:class:`TaskConfigError` and :class:`RunDirError` are usage errors (exit status 2),
+:class:`CheckpointError` a damaged or altered file (exit status 1).
 """
 
 from windtunnel.assoc_recall import AssocRecallConfig, AssocRecallTask

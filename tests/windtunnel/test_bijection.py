@@ -96,5 +96,5 @@ def test_bad_task_parameters(params, msg):
 
 def test_unknown_task():
     with pytest.raises(TaskConfigError,
-                       match="unknown task 'nope'; available: bijection, hmm, sula"):
+                       match="unknown task 'nope'; available: assoc_recall, bijection, hmm, sula"):
         make_task("nope")

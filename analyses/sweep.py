@@ -1,0 +1,300 @@
+"""``bayesgeom sweep``: a grid of wind-tunnel training runs (tasks × archs × presets × seeds),
+each an ordinary run directory, aggregated into mean, sd and a 95 % t-interval per cell.
+
+Cells live in ``out/cells/<task>-<arch>-<preset>-s<seed>/`` and are trained with
+:func:`windtunnel.training.train`, so each one is held by one writer, resumes where it was
+interrupted and is verified (checksums) before its metrics are reused. Before submitting a cell
+the sweep reads its ``run.json``: a cell already finished with the same settings is not
+submitted at all (a rerun does no work); an unfinished one resumes. A cell that fails is
+recorded with its one-line error and the others go on; the command exits 1 if any failed.
+
+Backends:
+
+* ``local`` (default): a pool of ``--workers`` processes on this machine (spawned, each with
+  ``cpu_count // workers`` torch threads), no server needed;
+* ``submitit``: Slurm job arrays through ``submitit`` (``pip install submitit``); where no Slurm
+  is found it runs the cells as local subprocesses (its own local executor), which is how it is
+  tested here.
+
+Writes ``cells.parquet`` (one row per cell: metrics, parameters, wall time, status, error),
+``aggregate.parquet`` (tidy: task, arch, preset, metric, n, mean, sd, ci_low, ci_high),
+``summary.json``, ``manifest.json``, ``run.json`` and ``report.html``.
+
+Example:
+    >>> cfg = SweepConfig(tasks=("bijection",), archs=("transformer",), seeds=(0, 1))
+    >>> [c.name for c in cells(cfg)]
+    ['bijection-transformer-small-s0', 'bijection-transformer-small-s1']
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from analyses.options import out_option, progress_option, restart_option
+from analyses.out_dirs import claim
+from analyses.results import SweepCell, SweepResult
+from records import (
+    BayesgeomError,
+    FileFault,
+    UsageError,
+    check_options,
+    fingerprint,
+    json_safe,
+    option,
+    read_json,
+    run_manifest,
+    same_option,
+    write_json,
+    write_result,
+    write_table,
+)
+from windtunnel import TASKS, TokenTask
+from windtunnel.architectures import ARCHS
+from windtunnel.training import TrainConfig
+from windtunnel.transformer import TRANSFORMER_PRESETS
+
+BACKENDS = ("local", "submitit")
+#: the metrics aggregated per cell (TrainResult's report, plus size and time)
+METRICS = ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "tvd", "accuracy",
+           "params", "steps", "wall_s")
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A JSON object from the command line (``--task-params``)."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg}): {text!r}") from None
+    if not isinstance(obj, dict) or not all(isinstance(v, dict) for v in obj.values()):
+        raise argparse.ArgumentTypeError(f"expected an object of objects such as "
+                                         f'{{"hmm": {{"K": 20}}}}, got {text!r}')
+    return obj
+
+
+class SweepError(UsageError):
+    """A sweep asked for something impossible (unknown task, empty grid ...): exit status 2."""
+
+
+@dataclass
+class SweepConfig:
+    """The grid and the training settings every cell shares."""
+
+    tasks: tuple[str, ...] = option(("bijection",), "token tasks (bijection, hmm, ...)")
+    archs: tuple[str, ...] = option(("transformer",), "architectures (transformer, "
+                                    "mlp-position, mlp-flat, ...)")
+    presets: tuple[str, ...] = option(("small",), "model sizes")
+    seeds: tuple[int, ...] = option((0, 1, 2), "seeds (one run each)", min=0)
+    steps: int = same_option(TrainConfig, "steps", 2000)
+    max_minutes: float | None = same_option(TrainConfig, "max_minutes")
+    batch_size: int = same_option(TrainConfig, "batch_size")
+    lr: float = same_option(TrainConfig, "lr")
+    eval_every: int = same_option(TrainConfig, "eval_every")
+    eval_size: int = same_option(TrainConfig, "eval_size")
+    task_params: dict[str, dict[str, Any]] = option(
+        None, "per task, its parameters as JSON, e.g. '{\"hmm\": {\"K\": 20}}'",
+        factory=dict, parse=json_object, metavar="JSON")
+    out: Path = out_option("runs/sweep", "output directory (finished cells are reused)")
+    backend: str = option("local", "where cells run: a local process pool, or submitit "
+                          "(Slurm job arrays; local subprocesses without Slurm)",
+                          choices=BACKENDS, identity=False)
+    workers: int = option(1, "cells run at once (local backend; submitit: array parallelism)",
+                          min=1, identity=False)
+    progress: bool = progress_option()
+    restart: bool = restart_option()
+
+    def check(self) -> None:
+        check_options(self, SweepError)
+        for name, values, known in (("tasks", self.tasks, TASKS), ("archs", self.archs, ARCHS),
+                                    ("presets", self.presets, TRANSFORMER_PRESETS)):
+            if not values:
+                raise SweepError(f"give at least one of {name}")
+            bad = [v for v in values if v not in known]
+            if bad:
+                raise SweepError(f"unknown {name} {', '.join(bad)}; available: "
+                                 f"{', '.join(sorted(known))}")
+        text = [t for t in self.tasks if not issubclass(TASKS[t].cls, TokenTask)]
+        if text:
+            raise SweepError(f"{', '.join(text)} is a text task; a sweep trains token tasks")
+        if not self.seeds:
+            raise SweepError("give at least one seed")
+        extra = sorted(set(self.task_params) - set(self.tasks))
+        if extra:
+            raise SweepError(f"task_params for {', '.join(extra)}, which is not in tasks")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the grid: its name, folder and training configuration."""
+
+    task: str
+    arch: str
+    preset: str
+    seed: int
+    train: TrainConfig = field(compare=False)
+
+    @property
+    def name(self) -> str:
+        return f"{self.task}-{self.arch}-{self.preset}-s{self.seed}"
+
+
+def cells(cfg: SweepConfig) -> list[Cell]:
+    """The grid in task, arch, preset, seed order, each cell's TrainConfig validated."""
+    out = []
+    for task in cfg.tasks:
+        for arch in cfg.archs:
+            for preset in cfg.presets:
+                for seed in cfg.seeds:
+                    tc = TrainConfig(task=task, task_params=dict(cfg.task_params.get(task, {})),
+                                     arch=arch, preset=preset, steps=cfg.steps, seed=seed,
+                                     batch_size=cfg.batch_size, lr=cfg.lr,
+                                     eval_every=cfg.eval_every, eval_size=cfg.eval_size,
+                                     ckpt_every=max(1, min(1000, cfg.steps)),
+                                     warmup_steps=min(300, cfg.steps // 10),
+                                     max_minutes=cfg.max_minutes)
+                    out.append(Cell(task, arch, preset, seed, tc))
+    return out
+
+
+# ---------------------------------------------------------------- one cell
+def _threads(workers: int) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
+def run_cell(train_cfg: dict[str, Any], out: str) -> dict[str, Any]:
+    """Train (or resume) one cell in ``out``; the row of its metrics. Runs in a worker."""
+    from windtunnel.training import train
+
+    res = train(TrainConfig.from_json(train_cfg), out, progress=False)
+    assert res.report is not None
+    rep = res.report.to_dict()
+    return {**{k: rep[k] for k in METRICS if k in rep}, "params": res.params,
+            "steps": res.steps_done, "wall_s": res.wall_s, "stop_reason": res.stop_reason}
+
+
+def finished_row(cell: Cell, out: Path) -> dict[str, Any] | None:
+    """The metrics of a cell already finished in ``out`` with the same settings (verified by
+    its checksums), else None: such a cell is not submitted again."""
+    try:
+        rec = read_json(out / "run.json", expect=dict)
+    except FileFault:
+        return None
+    task = cell.train.validate()
+    if rec.get("status") != "done" or rec.get("fingerprint") != fingerprint(
+            json_safe(cell.train.settings(task))):
+        return None
+    from windtunnel.runs import read_finished
+
+    summary, _ = read_finished(out)
+    return {**{k: summary.get(k) for k in METRICS}, "steps": rec.get("steps_done"),
+            "wall_s": rec.get("wall_s"), "stop_reason": rec.get("stop_reason")}
+
+
+# ---------------------------------------------------------------- backends
+def _local(jobs: list[tuple[Cell, Path]], workers: int) -> Iterator[tuple[Cell, Callable]]:
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_threads,
+                             initargs=(workers,)) as pool:
+        futs: dict[Future, Cell] = {pool.submit(run_cell, c.train.to_json(), str(p)): c
+                                    for c, p in jobs}
+        for f in as_completed(futs):
+            yield futs[f], f.result
+
+
+def _submitit(jobs: list[tuple[Cell, Path]], workers: int, folder: Path,
+              ) -> Iterator[tuple[Cell, Callable]]:
+    try:
+        import submitit
+    except ImportError:
+        raise SweepError("the submitit backend needs submitit: pip install submitit") from None
+    ex = submitit.AutoExecutor(folder=folder)
+    ex.update_parameters(timeout_min=24 * 60, slurm_array_parallelism=workers)
+    submitted = ex.map_array(run_cell, [c.train.to_json() for c, _ in jobs],
+                             [str(p) for _, p in jobs])
+    for (cell, _), job in zip(jobs, submitted, strict=True):
+        yield cell, job.result
+
+
+def _failed(cell: Cell, e: BaseException) -> dict[str, Any]:
+    """The row of a failed cell (its one-line error), said on stderr."""
+    msg = " ".join(str(e).split()) or type(e).__name__
+    print(f"bayesgeom sweep: cell {cell.name} failed: {msg}", file=sys.stderr)
+    return {"status": "failed", "error": f"{type(e).__name__}: {msg}"}
+
+
+# ---------------------------------------------------------------- the sweep
+def run_sweep(cfg: SweepConfig) -> SweepResult:
+    """Run (or reuse) every cell, then aggregate (module doc)."""
+    t0 = time.perf_counter()
+    cfg.check()
+    grid = cells(cfg)
+    for c in grid:  # every cell's options and memory, before anything runs
+        c.train.validate()
+    with claim(cfg, "sweep") as rd:
+        result = _sweep(cfg, grid, rd.out, t0)
+        rd.finish()
+    return result
+
+
+def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepResult:
+    rows: dict[str, dict[str, Any]] = {}
+    todo: list[tuple[Cell, Path]] = []
+    for c in grid:
+        path = out / "cells" / c.name
+        try:
+            done = finished_row(c, path)
+        except BayesgeomError as e:  # a finished cell whose files fail verification
+            rows[c.name] = _failed(c, e)
+            continue
+        if done is None:
+            todo.append((c, path))
+        else:
+            rows[c.name] = {**done, "status": "reused", "error": None}
+    bar = tqdm(total=len(grid), initial=len(rows), desc="sweep cells", unit="cell",
+               disable=not cfg.progress)
+    runs = _local(todo, cfg.workers) if cfg.backend == "local" else \
+        _submitit(todo, cfg.workers, out / "submitit")
+    if todo:
+        for cell, result in runs:
+            try:
+                rows[cell.name] = {**result(), "status": "trained", "error": None}
+            except Exception as e:  # a failed cell is recorded, not fatal
+                rows[cell.name] = _failed(cell, e)
+            bar.update(1)
+    bar.close()
+    table = pd.DataFrame([{"cell": c.name, "task": c.task, "arch": c.arch, "preset": c.preset,
+                           "seed": c.seed, **{k: None for k in METRICS},
+                           **rows.get(c.name, {"status": "missing"})} for c in grid])
+    from analyses.sweep_report import aggregate, write_report
+
+    agg = aggregate(table)
+    result = SweepResult(
+        cells=[SweepCell(str(r.cell), str(r.task), str(r.arch), str(r.preset), int(r.seed),
+                         str(r.status), r.error if isinstance(r.error, str) else None)
+               for r in table.itertuples()],
+        aggregate=json_safe(agg.to_dict("records")),
+        reused=int((table["status"] == "reused").sum()),
+        trained=int((table["status"] == "trained").sum()),
+        failed=int((table["status"] == "failed").sum()),
+        backend=cfg.backend, wall_s=round(time.perf_counter() - t0, 2))
+    manifest = run_manifest(sweep=asdict(cfg))
+    write_table(out / "cells.parquet", table)
+    write_table(out / "aggregate.parquet", agg)
+    write_json(out / "manifest.json", manifest)
+    write_result(out / "summary.json", result)
+    write_report(out / "report.html", result, table, agg, manifest)
+    return result

@@ -1,0 +1,104 @@
+"""bayesgeom sweep: a grid of ordinary run directories, aggregated; reruns do no work; a failed
+cell is reported, not fatal; the submitit backend (its local executor) gives the same numbers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pandas as pd
+import pytest
+
+from analyses.cli import main
+from analyses.sweep import SweepConfig, run_sweep
+
+TINY = dict(tasks=("bijection",), archs=("transformer", "mlp-position"), presets=("tiny",),
+            seeds=(0, 1), steps=12, eval_every=12, eval_size=16, batch_size=8,
+            task_params={"bijection": {"V": 6}}, progress=False)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep") / "s"
+    return out, run_sweep(SweepConfig(out=out, **TINY))
+
+
+def test_a_grid_of_two_cells_by_two_seeds_is_aggregated(swept):
+    out, res = swept
+    assert (res.trained, res.reused, res.failed) == (4, 0, 0)
+    cells = pd.read_parquet(out / "cells.parquet")
+    assert sorted(cells["cell"]) == ["bijection-mlp-position-tiny-s0",
+                                     "bijection-mlp-position-tiny-s1",
+                                     "bijection-transformer-tiny-s0",
+                                     "bijection-transformer-tiny-s1"]
+    agg = pd.read_parquet(out / "aggregate.parquet")
+    mae = agg[(agg["metric"] == "entropy_mae_bits") & (agg["arch"] == "transformer")].iloc[0]
+    runs = cells[cells["arch"] == "transformer"]["entropy_mae_bits"]
+    assert mae["n"] == 2 and mae["mean"] == pytest.approx(runs.mean())
+    assert mae["sd"] == pytest.approx(runs.std(ddof=1))
+    assert mae["ci_low"] < mae["mean"] < mae["ci_high"]
+    for c in cells["cell"]:  # each cell is an ordinary, finished run directory
+        assert json.loads((out / "cells" / c / "run.json").read_text())["status"] == "done"
+    assert (out / "report.html").exists() and (out / "summary.json").exists()
+
+
+def test_a_rerun_does_no_work(swept):
+    out, first = swept
+    stamp = {p: p.stat().st_mtime_ns for p in (out / "cells").glob("*/eval.json")}
+    again = run_sweep(SweepConfig(out=out, **TINY))
+    assert (again.trained, again.reused) == (0, 4)
+    assert {p: p.stat().st_mtime_ns for p in stamp} == stamp
+    assert again.aggregate == first.aggregate
+
+
+def test_a_failed_cell_is_reported_not_fatal(tmp_path, capsys):
+    out = tmp_path / "s"
+    cfg = {**TINY, "archs": ("transformer",)}
+    res = run_sweep(SweepConfig(out=out, **cfg))
+    assert res.failed == 0
+    cell = out / "cells" / "bijection-transformer-tiny-s1"
+    (cell / "model" / "model.safetensors").write_bytes(b"0")  # damage one finished cell
+    argv = ["sweep", "--archs", "transformer", "--presets", "tiny", "--seeds", "0,1",
+            "--steps", "12", "--eval-every", "12", "--eval-size", "16", "--batch-size", "8",
+            "--task-params", '{"bijection": {"V": 6}}', "--out", str(out), "--no-progress"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "1 failed" in captured.out and "model.safetensors" in captured.err
+    cells = pd.read_parquet(out / "cells.parquet").set_index("cell")
+    assert cells.loc["bijection-transformer-tiny-s0", "status"] == "reused"
+    assert cells.loc["bijection-transformer-tiny-s1", "status"] == "failed"
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--archs", "cnn"], "unknown archs cnn"),
+    (["--tasks", "sula"], "is a text task"),
+    (["--task-params", "{nope"], "not valid JSON"),
+    (["--task-params", '{"hmm": {"K": 20}}'], "task_params for hmm, which is not in tasks"),
+    (["--seeds", "-1"], "seeds must be >= 0"),
+])
+def test_bad_sweeps_are_one_line(argv, msg, tmp_path, capsys):
+    assert main(["sweep", *argv, "--out", str(tmp_path / "X")]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and "Traceback" not in err and not (tmp_path / "X").exists()
+
+
+def test_a_config_file_gives_options_and_flags_override_it(tmp_path, capsys):
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text('archs = ["cnn"]\nseeds = [0]\n')
+    assert main(["sweep", "--config", str(cfg), "--out", str(tmp_path / "X")]) == 2
+    assert "unknown archs cnn" in capsys.readouterr().err
+    cfg.write_text('archz = ["transformer"]\n')
+    assert main(["sweep", "--config", str(cfg), "--out", str(tmp_path / "X")]) == 2
+    assert "unknown option(s) archz" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("submitit") is None, reason="needs submitit")
+def test_the_submitit_backend_gives_the_same_numbers(swept, tmp_path):
+    cfg = {**TINY, "archs": ("transformer",), "seeds": (0,)}
+    res = run_sweep(SweepConfig(out=tmp_path / "s", backend="submitit", **cfg))
+    assert res.trained == 1
+    mae = [r["mean"] for r in res.aggregate if r["metric"] == "entropy_mae_bits"]
+    first = pd.read_parquet(swept[0] / "cells.parquet").set_index("cell")
+    assert mae == [pytest.approx(first.loc["bijection-transformer-tiny-s0",
+                                           "entropy_mae_bits"])]
