@@ -7,6 +7,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, MambaForCausalLM
 
+import interp
 from analyses.models import open_model
 from windtunnel import load_run, make_task
 from windtunnel.architectures import (
@@ -92,3 +93,11 @@ def test_recurrent_trains_saves_and_reloads(tmp_path, arch, task, cls):
     # a checkpoint of the run opens as a wind-tunnel model too
     ck = latest_checkpoint_dir(tmp_path / "run" / "checkpoints")
     assert type(load_run(ck).model) is cls
+    # the saved model directory through interp.load (the LSTM: windtunnel is imported here)
+    hooked = interp.load(str(tmp_path / "run" / "model"))
+    ids = run.task.sample(2, 0).input_ids
+    st = interp.capture(hooked, ids, ["resid_post.0", "resid_post.-1"], positions="all",
+                        progress=False)
+    assert st["resid_post.0"].shape == st["resid_post.1"].shape == (ids.numel(), hooked.d_model)
+    with pytest.raises(interp.InterpError, match="no attention"):
+        interp.capture(hooked, ids, ["attn.0.v"], progress=False)
