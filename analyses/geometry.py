@@ -186,6 +186,7 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
     m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
                                                    allow_pickle=cfg.allow_pickle)
     layers, table_layer = analysed_layers(cfg.layers, cfg.layer, m.n_layers)
+    m.resolve_sites(f"attn.{table_layer}.v")  # a model without attention is refused here
     sets = resolve_prompt_sets(cfg.prompts, m)
     with claim(cfg, "geometry", m) as rd:
         result = _measure(cfg, m, layers, table_layer, sets, rd.out, t0)

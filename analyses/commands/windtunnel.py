@@ -117,8 +117,8 @@ def train(ns: argparse.Namespace) -> int:
                                     "stop_reason": res.stop_reason, "wall_s": res.wall_s,
                                     "params": res.params, **r.to_dict()})))
     else:
-        print(f"{cfg.arch} on {cfg.task}: {res.steps_done} steps in {res.wall_s:.0f} s "
-              f"({res.stop_reason}); entropy MAE {r.entropy_mae_bits:.4g} bits, "
+        print(f"{cfg.arch} ({res.params:,} params) on {cfg.task}: {res.steps_done} steps in "
+              f"{res.wall_s:.0f} s ({res.stop_reason}); entropy MAE {r.entropy_mae_bits:.4g} bits, "
               f"KL {r.kl_bits:.4g} bits, accuracy {r.accuracy:.3f} -> {res.out}")
     return 0
 
