@@ -75,7 +75,8 @@ def test_models_lists_families_default_model_and_cache(capsys, monkeypatch, tmp_
     monkeypatch.setenv("BAYESGEOM_CACHE", str(tmp_path))
     assert main(["models", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert [f["name"] for f in info["families"]] == ["gpt_neox", "phi", "llama", "mistral", "gpt2"]
+    assert [f["name"] for f in info["families"]] == ["gpt_neox", "phi", "llama", "mistral", "gpt2",
+                                                   "mamba", "lstm"]
     assert info["default_model"]["name"] == "smollm2-135m-instruct"
     assert info["default_model"]["cache_dir"].startswith(str(tmp_path))
     assert info["backends"] == ["hf", "transformer_lens"]
