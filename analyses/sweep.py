@@ -48,13 +48,11 @@ from analyses.out_dirs import claim
 from analyses.results import SweepCell, SweepResult
 from records import (
     BayesgeomError,
-    FileFault,
     UsageError,
     check_options,
-    fingerprint,
+    finished_with,
     json_safe,
     option,
-    read_json,
     run_manifest,
     same_option,
     write_json,
@@ -151,7 +149,7 @@ class Cell:
 
 
 def cells(cfg: SweepConfig) -> list[Cell]:
-    """The grid in task, arch, preset, seed order, each cell's TrainConfig validated."""
+    """The grid in task, arch, preset, seed order, with each cell's TrainConfig."""
     out = []
     for task in cfg.tasks:
         for arch in cfg.archs:
@@ -189,15 +187,11 @@ def run_cell(train_cfg: dict[str, Any], out: str) -> dict[str, Any]:
 def finished_row(cell: Cell, out: Path) -> dict[str, Any] | None:
     """The metrics of a cell already finished in ``out`` with the same settings (verified by
     its checksums), else None: such a cell is not submitted again."""
-    try:
-        rec = read_json(out / "run.json", expect=dict)
-    except FileFault:
+    from windtunnel.runs import EXPERIMENT, read_finished
+
+    rec = finished_with(out, EXPERIMENT, cell.train.settings(cell.train.validate()))
+    if rec is None:
         return None
-    task = cell.train.validate()
-    if rec.get("status") != "done" or rec.get("fingerprint") != fingerprint(
-            json_safe(cell.train.settings(task))):
-        return None
-    from windtunnel.runs import read_finished
 
     summary, _ = read_finished(out)
     return {**{k: summary.get(k) for k in METRICS}, "steps": rec.get("steps_done"),

@@ -40,7 +40,7 @@ from records.options import (
     same_option,
 )
 from records.reuse import Parts, fingerprint
-from records.run_dir import RunBusyError, RunDir, RunDirError, hold
+from records.run_dir import RunBusyError, RunDir, RunDirError, finished_with, hold
 from records.typed import from_json, read_result, to_json, write_result
 
 __all__ = [
@@ -64,6 +64,7 @@ __all__ = [
     "exit_code",
     "file_sha256",
     "fingerprint",
+    "finished_with",
     "from_json",
     "has_checksums",
     "hold",

@@ -157,6 +157,24 @@ def clear_keeping_parts(out: Path) -> None:
                 p.unlink(missing_ok=True)
 
 
+def settings_fingerprint(settings: dict[str, Any]) -> str:
+    """The fingerprint a run's ``run.json`` records for ``settings``."""
+    return fingerprint(json_safe(settings))
+
+
+def finished_with(out: str | Path, experiment: str, settings: dict[str, Any],
+                  ) -> dict[str, Any] | None:
+    """The record of ``out`` if it holds a finished ``experiment`` run with these
+    ``settings`` (what :class:`RunDir` would reuse), else None. Reads only; takes no lock."""
+    try:
+        rec = read_json(Path(out) / RECORD, expect=dict)
+    except FileFault:
+        return None
+    same = (rec.get("experiment") == experiment and rec.get("status") == "done"
+            and rec.get("fingerprint") == settings_fingerprint(settings))
+    return rec if same else None
+
+
 class RunDir:
     """``out`` held (:func:`hold`) and claimed by ``experiment`` with ``settings`` for the
     block. ``previous``: the record found when it was the same run (resume or reuse), else
@@ -170,7 +188,7 @@ class RunDir:
         self.out = Path(out)
         self.experiment = experiment
         self.settings = json_safe(settings)
-        self.fingerprint = fingerprint(self.settings)
+        self.fingerprint = settings_fingerprint(self.settings)
         self.restart = restart
         self.extra = dict(record or {})
         self.previous: dict[str, Any] | None = None
