@@ -14,6 +14,15 @@ one-line, actionable messages. ``load`` reads safetensors only unless ``allow_pi
 :func:`check_device` checks a device string against this machine.
 """
 
+from interp.ablations import (
+    Ablation,
+    AblationHandle,
+    BypassLayer,
+    ZeroHead,
+    ZeroSublayer,
+    ablate,
+    cumulative_bypass,
+)
 from interp.activation_store import ActivationStore
 from interp.capture import capture
 from interp.devices import available_devices, check_device
@@ -62,9 +71,12 @@ __all__ = [
     "EMBEDDED_NAME",
     "FAMILIES",
     "SITE_KINDS",
+    "Ablation",
+    "AblationHandle",
     "ActivationStore",
     "AddVector",
     "AttentionGeometry",
+    "BypassLayer",
     "DirectionEdit",
     "DirectionShapeError",
     "InterpError",
@@ -88,9 +100,13 @@ __all__ = [
     "UnknownSiteError",
     "UnsupportedArchitectureError",
     "VarianceMatchWarning",
+    "ZeroHead",
+    "ZeroSublayer",
+    "ablate",
     "available_devices",
     "capture",
     "check_device",
+    "cumulative_bypass",
     "intervene",
     "load",
     "projection_std",
