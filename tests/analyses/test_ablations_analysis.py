@@ -1,0 +1,46 @@
+"""The ablation protocol (analyses.ablations) on a tiny trained wind-tunnel run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analyses.ablations import evaluate_ablated, run_ablations
+from analyses.models import open_model
+from interp import BypassLayer, ZeroSublayer
+from windtunnel.training import TrainConfig, train
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    cfg = TrainConfig(task="bijection", task_params={"V": 6}, preset="tiny", steps=60,
+                      batch_size=32, lr=5e-3, warmup_steps=5, eval_every=60, eval_size=64,
+                      final_eval_size=64, log_every=50, ckpt_every=60)
+    out = tmp_path_factory.mktemp("abl") / "run"
+    train(cfg, out, progress=False)
+    return out
+
+
+def test_protocol_on_a_trained_run(run_dir, tmp_path):
+    res = run_ablations(run_dir, n=128, seed=1)
+    m = open_model(run_dir)
+    assert res.clean_mae_bits == pytest.approx(evaluate_ablated(m, m.task, n=128, seed=1))
+    assert len(res.heads) == m.geometry.n_heads == 2
+    deltas = [h["delta_mae_bits"] for h in res.heads]
+    assert res.frame_head == max(range(len(deltas)), key=deltas.__getitem__)
+    assert [r["layer"] for r in res.layers] == list(range(m.n_layers))
+    for r in res.layers:
+        assert r["bypass"] > res.clean_mae_bits  # removing a trained layer hurts
+        assert r["zero_attn"] is not None and r["zero_ffn"] is not None
+    assert [r["through"] for r in res.cumulative] == list(range(m.n_layers))
+    assert res.cumulative[0]["mae_bits"] == pytest.approx(res.layers[0]["bypass"])
+    # the same condition built another way gives the same number
+    assert res.layers[1]["bypass"] == pytest.approx(evaluate_ablated(
+        m, m.task, ZeroSublayer(["attn_out.1", "mlp_out.1"]), n=128, seed=1), abs=1e-6)
+    assert res.cumulative[-1]["mae_bits"] == pytest.approx(evaluate_ablated(
+        m, m.task, BypassLayer("*"), n=128, seed=1))
+    text = res.table()
+    assert "frame head" in text and "bypass L0..L1" in text
+    d = json.loads(res.write_json(tmp_path / "a.json").read_text())
+    assert d["frame_head"] == res.frame_head
