@@ -101,6 +101,7 @@ class SweepConfig:
     lr: float = same_option(TrainConfig, "lr")
     eval_every: int = same_option(TrainConfig, "eval_every")
     eval_size: int = same_option(TrainConfig, "eval_size")
+    device: str | None = same_option(TrainConfig, "device")
     task_params: dict[str, dict[str, Any]] = option(
         None, "per task, its parameters as JSON, e.g. '{\"hmm\": {\"K\": 20}}'",
         factory=dict, parse=json_object, metavar="JSON")
@@ -161,7 +162,7 @@ def cells(cfg: SweepConfig) -> list[Cell]:
                                      eval_every=cfg.eval_every, eval_size=cfg.eval_size,
                                      ckpt_every=max(1, min(1000, cfg.steps)),
                                      warmup_steps=min(300, cfg.steps // 10),
-                                     max_minutes=cfg.max_minutes)
+                                     max_minutes=cfg.max_minutes, device=cfg.device)
                     out.append(Cell(task, arch, preset, seed, tc))
     return out
 
@@ -238,6 +239,10 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
     grid = cells(cfg)
     for c in grid:  # every cell's options and memory, before anything runs
         c.train.validate()
+    if cfg.device is not None:
+        from interp import check_device
+
+        check_device(cfg.device)
     with claim(cfg, "sweep") as rd:
         result = _sweep(cfg, grid, rd.out, t0)
         rd.finish()

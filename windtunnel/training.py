@@ -41,6 +41,7 @@ from records import (
     json_safe,
     option,
     run_manifest,
+    run_settings,
 )
 from windtunnel.architectures import ARCHS, build_model, check_batch_memory, n_params
 from windtunnel.checkpoint import (
@@ -98,6 +99,10 @@ class TrainConfig:
     #: runs are not bit-reproducible (where they stop depends on the machine).
     max_minutes: float | None = option(None, "stop (with a final checkpoint) after this much "
                                              "training wall time", above=0)
+    #: Where the model trains. Not part of the run's identity: a run moved between devices
+    #: resumes, though its numbers then differ in the last bits (kernels differ).
+    device: str | None = option(None, "torch device, e.g. cuda:0 (default: cpu)",
+                                identity=False)
 
     def validate(self) -> TokenTask:
         """The task, after checking every option (its declared type and range), the task's
@@ -116,9 +121,10 @@ class TrainConfig:
         return task
 
     def settings(self, task: TokenTask) -> dict[str, Any]:
-        """What determines the run's results: every field, with ``task_params`` the task's
-        full parameters (defaults spelled out), so equal runs have equal settings."""
-        d = self.to_json()
+        """What determines the run's results: every identity field (all but ``device``), with
+        ``task_params`` the task's full parameters (defaults spelled out), so equal runs have
+        equal settings."""
+        d = run_settings(self)  # every identity option (not the device)
         d["task_params"] = {k: v for k, v in task.config().items() if k != "task"}
         return json_safe(d)
 
@@ -219,7 +225,8 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
            on_step: Callable[[int], None] | None) -> TrainResult:
     out = rd.out
     ckroot = out / "checkpoints"
-    model = build_model(task, cfg.arch, cfg.preset, cfg.seed)
+    device = torch.device(cfg.device or "cpu")
+    model = build_model(task, cfg.arch, cfg.preset, cfg.seed).to(device)
     opt = make_optimizer(model, cfg)
     step, elapsed, log_rows, run_loss, run_n = 0, 0.0, [], 0.0, 0
     ck = latest_checkpoint_dir(ckroot) if rd.previous is not None else None
@@ -253,7 +260,7 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
         cur_lr = lr_at(cfg, step, frac)
         for g in opt.param_groups:
             g["lr"] = cur_lr
-        batch = task.sample(cfg.batch_size, stream(cfg.seed, Purpose.TRAIN, step))
+        batch = task.sample(cfg.batch_size, stream(cfg.seed, Purpose.TRAIN, step)).to(device)
         loss = task_loss(model, task, batch)
         if not torch.isfinite(loss):
             raise DivergenceError(

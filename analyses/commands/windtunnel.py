@@ -108,6 +108,10 @@ def train(ns: argparse.Namespace) -> int:
 
     cfg = config_from_args(TrainConfig, ns)
     cfg.task_params = task_params(ns, cfg.task)
+    if cfg.device is not None:
+        from interp import check_device
+
+        check_device(cfg.device)  # one line naming the devices this machine has
     res = run_training(cfg, ns.out, progress=not ns.no_progress,
                        restart=getattr(ns, "restart", False))
     r = res.report

@@ -102,3 +102,17 @@ def test_the_submitit_backend_gives_the_same_numbers(swept, tmp_path):
     first = pd.read_parquet(swept[0] / "cells.parquet").set_index("cell")
     assert mae == [pytest.approx(first.loc["bijection-transformer-tiny-s0",
                                            "entropy_mae_bits"])]
+
+
+def test_the_paper_table_config_is_a_valid_sweep():
+    from pathlib import Path
+
+    from analyses.commands.sweep import read_config
+    from analyses.sweep import cells
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "sweeps" / "paper_table.toml"
+    cfg = SweepConfig(**read_config(path))
+    cfg.check()
+    grid = cells(cfg)
+    assert len(grid) == 45 and {c.train.preset for c in grid} == {"paper"}
+    assert {c.arch for c in grid} == {"transformer", "lstm", "mamba", "mlp-position", "mlp-flat"}

@@ -167,3 +167,16 @@ def test_a_time_budgeted_run_shows_its_bar_over_the_budget(tmp_path, capsys):
     err = capsys.readouterr().err
     assert res.stop_reason == "time_budget"
     assert "s of the time budget" in err and "/1000000" not in err
+
+
+def test_the_device_is_not_part_of_a_runs_identity(tmp_path):
+    """A run started on one device is the same run on another (it resumes or is reused)."""
+    from windtunnel.training import TrainConfig, train
+
+    cfg = TrainConfig(task="bijection", task_params={"V": 6}, preset="tiny", steps=4,
+                      batch_size=8, eval_every=4, eval_size=8, final_eval_size=16,
+                      ckpt_every=4, warmup_steps=1)
+    first = train(cfg, tmp_path / "run", progress=False)
+    again = train(TrainConfig(**{**cfg.__dict__, "device": "cpu"}), tmp_path / "run",
+                  progress=False)
+    assert again.report == first.report and again.wall_s == first.wall_s  # reused, not rerun
