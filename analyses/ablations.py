@@ -5,6 +5,9 @@ Every condition is evaluated against the exact posterior with
 :func:`windtunnel.evaluate.evaluate` on the same held-out sequences as the clean model, and is
 reported as its entropy MAE (bits) and ΔMAE = MAE(ablated) − MAE(clean):
 
+Conditions a model has no site for are left out (a recurrent model: no heads and no
+zero-attention rows; an LSTM: no zero-FFN either -- its blocks have no sublayer).
+
 * ``heads``: each head of layer 0 zeroed alone (``attn.0.z``); the *frame head* is the argmax of
   ΔMAE (the paper's "hypothesis-frame head"), with its ratio to the second-strongest head.
 * ``layers``: per layer L, ``bypass`` (block output := block input), ``zero_attn``
@@ -88,9 +91,11 @@ def evaluate_ablated(model: interp.InterpModel, task: TokenTask, *ablations: Abl
         return evaluate(model.hf, task, n=n, seed=seed, logit_lens=False).entropy_mae_bits
 
 
-def _has_sites(model: interp.InterpModel, kind: str) -> bool:
+def _has_site(model: interp.InterpModel, name: str) -> bool:
+    """Whether ``name`` can be hooked on ``model`` (a recurrent model has no attention sites;
+    an LSTM has no sublayer sites)."""
     try:
-        model.resolve_sites(f"{kind}.0")
+        model.add_hook(name, lambda x: None).remove()
     except interp.InterpError:
         return False
     return True
@@ -109,8 +114,9 @@ def run_ablations(spec: str | Path | interp.InterpModel, task: TokenTask | None 
     clean = evaluate_ablated(model, task, n=n, seed=seed)
     res = AblationResult(str(getattr(model.info, "name", spec)), n, seed, clean)
     n_layers = model.n_layers
-    if heads:
-        n_heads = model.geometry.n_heads  # raises clearly for a model without attention
+    attn = _has_site(model, "attn_out.0")
+    if heads and attn and _has_site(model, "attn.0.z"):
+        n_heads = model.geometry.n_heads
         for h in range(n_heads):
             mae = evaluate_ablated(model, task, ZeroHead("attn.0.z", h), n=n, seed=seed)
             res.heads.append({"head": h, "mae_bits": mae, "delta_mae_bits": mae - clean})
@@ -119,8 +125,7 @@ def run_ablations(spec: str | Path | interp.InterpModel, task: TokenTask | None 
         if len(deltas) > 1 and deltas[1][0] > 0:
             res.frame_ratio = deltas[0][0] / deltas[1][0]
     if layers:
-        attn = _has_sites(model, "attn_out")
-        mlp = _has_sites(model, "mlp_out")
+        mlp = _has_site(model, "mlp_out.0")
         for L in range(n_layers):
             row: dict[str, Any] = {"layer": L}
             row["bypass"] = evaluate_ablated(model, task, BypassLayer(L), n=n, seed=seed)

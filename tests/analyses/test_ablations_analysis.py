@@ -44,3 +44,20 @@ def test_protocol_on_a_trained_run(run_dir, tmp_path):
     assert "frame head" in text and "bypass L0..L1" in text
     d = json.loads(res.write_json(tmp_path / "a.json").read_text())
     assert d["frame_head"] == res.frame_head
+
+
+def test_recurrent_model_gets_bypass_rows_only(tmp_path):
+    import interp
+    from windtunnel import make_task
+    from windtunnel.architectures import build_model
+
+    task = make_task("bijection", V=6)
+    build_model(task, "lstm", "tiny", seed=0).save_pretrained(tmp_path / "lstm")
+    m = interp.load(tmp_path / "lstm")
+    res = run_ablations(m, task, n=32)
+    assert res.heads == [] and res.frame_head is None
+    assert res.layers and all(r["zero_attn"] is None and r["zero_ffn"] is None
+                              for r in res.layers)
+    assert all(r["bypass"] is not None for r in res.layers)
+    assert len(res.cumulative) == m.n_layers
+    assert "zero_attn" not in res.table()
