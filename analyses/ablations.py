@@ -21,13 +21,13 @@ zero-attention rows; an LSTM: no zero-FFN either -- its blocks have no sublayer)
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import interp
 from interp.ablations import Ablation, BypassLayer, ZeroHead, ZeroSublayer, ablate
+from records import write_json
 from windtunnel.evaluate import evaluate
 from windtunnel.task import TokenTask
 
@@ -52,9 +52,8 @@ class AblationResult:
         return asdict(self)
 
     def write_json(self, path: str | Path) -> Path:
-        p = Path(path)
-        p.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        return p
+        """The result as strict JSON, written atomically (:func:`records.write_json`)."""
+        return write_json(path, self.to_dict())
 
     def table(self) -> str:
         """A plain-text table of every condition."""
