@@ -9,12 +9,12 @@ and ``metrics.parquet``). ``run.json`` is a :class:`records.RunDir` record of ex
 configuration (``config``), the task (``task``), ``manifest``, ``params``,
 ``resumed_from_step`` and, when done, ``stop_reason``, ``steps_done`` and ``wall_s``.
 
-:func:`claim_run` holds the folder for one training process (a second one gets a one-line
-:class:`records.RunBusyError`); :func:`read_finished` verifies a finished run's files before
-its metrics are reused; :func:`load_run` opens a run directory, a saved model directory, or a
-checkpoint directory inside a run, and returns the model with the task it was trained on --
-this package is the only one that knows the layout. A ``run.json`` of another bayesgeom
-experiment (geometry, steer ...) is not a wind-tunnel run.
+A training run holds its folder as a :class:`records.RunDir` of experiment :data:`EXPERIMENT`
+(a second process gets a one-line :class:`records.RunBusyError`); :func:`read_finished`
+verifies a finished run's files before its metrics are reused; :func:`load_run` opens a run
+directory, a saved model directory, or a checkpoint directory inside a run, and returns the
+model with the task it was trained on -- this package is the only one that knows the layout.
+A ``run.json`` of another bayesgeom experiment (geometry, steer ...) is not a wind-tunnel run.
 
 Example:
     >>> from pathlib import Path
@@ -24,10 +24,8 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +35,6 @@ from transformers import PreTrainedModel
 
 from records import (
     InputFileError,
-    RunDir,
     RunDirError,
     has_checksums,
     os_errors,
@@ -61,7 +58,7 @@ from windtunnel.metrics import CalibrationReport
 from windtunnel.task import TaskConfigError, TokenTask, token_task_from_config
 
 __all__ = ["EXPERIMENT", "MODEL_RECORD", "RUN_RECORD", "LoadedRun", "NotARunError",
-           "RunDirError", "claim_run", "is_windtunnel_dir", "load_run", "log_frame",
+           "RunDirError", "is_windtunnel_dir", "load_run", "log_frame",
            "read_finished", "save_final_model", "write_finished"]
 
 #: the experiment name a training run's ``run.json`` carries
@@ -89,17 +86,6 @@ class LoadedRun:
     arch: str
     steps: int
     path: Path
-
-
-@contextlib.contextmanager
-def claim_run(out: Path, settings: dict[str, Any], record: dict[str, Any],
-              restart: bool = False) -> Iterator[RunDir]:
-    """Hold ``out`` for a training run with ``settings`` (:class:`records.RunDir`): the same
-    unfinished run is resumed, the same finished one reused (``rd.done``); other settings
-    restart an unfinished run in place (one line on stderr says what changed) and are refused
-    for a finished one unless ``restart``, which also starts the same settings over."""
-    with RunDir(out, EXPERIMENT, settings, restart=restart, record=record) as rd:
-        yield rd
 
 
 def read_finished(out: Path) -> tuple[dict[str, Any], pd.DataFrame]:

@@ -10,7 +10,7 @@ never replays a training batch; and a step's batch depends on the run seed and t
 a resumed run sees exactly the batches an uninterrupted one would, and its final metrics match
 bit for bit. Model initialisation uses torch's generator (``torch.manual_seed(seed)``).
 
-A run is held by one process and claimed in ``run.json`` (:func:`windtunnel.runs.claim_run`):
+A run is held by one process and claimed in ``run.json`` (:class:`records.RunDir`):
 its settings are the full configuration with the task's parameters spelled out
 (:meth:`TrainConfig.settings`), so ``--V 20`` where 20 is the default is the same run. The
 same settings resume an unfinished run from its latest checkpoint and return a finished one
@@ -53,7 +53,7 @@ from windtunnel.checkpoint import (
 from windtunnel.evaluate import EVAL_BATCH, NonFiniteError, evaluate
 from windtunnel.metrics import CalibrationReport
 from windtunnel.progress import TrainingBar
-from windtunnel.runs import claim_run, log_frame, read_finished, write_finished
+from windtunnel.runs import EXPERIMENT, log_frame, read_finished, write_finished
 from windtunnel.seeds import Purpose, stream
 from windtunnel.task import TaskConfigError, TokenTask, make_token_task
 from windtunnel.transformer import TRANSFORMER_PRESETS, get_preset
@@ -214,8 +214,8 @@ def train(
     task = cfg.validate()
     out = Path(out)
     settings = cfg.settings(task)
-    with claim_run(out, settings, {"config": settings, "task": task.config()},
-                   restart=restart) as rd:
+    with RunDir(out, EXPERIMENT, settings, restart=restart,
+                record={"config": settings, "task": task.config()}) as rd:
         if rd.done:
             return _finished(out, rd.previous or {})
         return _train(cfg, task, rd, progress, on_step)
