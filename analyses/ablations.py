@@ -17,21 +17,53 @@ zero-attention rows; an LSTM: no zero-FFN either -- its blocks have no sublayer)
     from analyses.ablations import run_ablations
     res = run_ablations("runs/bijection")      # a run directory, or an interp.InterpModel
     print(res.table())
+
+The experiment ``bayesgeom ablate RUN_DIR`` (:class:`AblationsConfig`, :func:`run_experiment`)
+runs the same conditions -- the heads of every layer with ``--all-layer-heads``, each task
+size in ``--K`` -- and puts every number beside two controls: the clean model's MAE, and a
+**mean-ablation** of the same head or sublayer (its output replaced by its per-position mean
+over the first held-out batch, :mod:`analyses.ablation_controls`). Zeroing removes both the
+information a component carries and its average offset; mean-ablation removes only the
+information, so ΔMAE(zero) ≫ ΔMAE(mean) says the damage is an off-distribution shift, not lost
+computation. For the heads, the ΔMAE spread over all heads is the further comparison.
+``--retrain-without-top-attention N`` adds the retrained variant
+(:mod:`analyses.ablation_retrain`).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import interp
+from analyses.ablation_controls import (
+    AblationError,
+    eval_task,
+    has_site,
+    mean_replaced,
+    measure,
+    site_means,
+)
+from analyses.options import (
+    comma_ints,
+    comma_words,
+    out_option,
+    progress_option,
+    restart_option,
+    seed_option,
+)
+from analyses.out_dirs import claim
 from interp.ablations import Ablation, BypassLayer, ZeroHead, ZeroSublayer, ablate
-from records import write_json
+from records import check_options, option, run_manifest, write_json, write_result, write_table
 from windtunnel.evaluate import evaluate
 from windtunnel.task import TokenTask
 
-__all__ = ["AblationResult", "evaluate_ablated", "run_ablations"]
+__all__ = ["AblationResult", "AblationsConfig", "evaluate_ablated", "run_ablations",
+           "run_experiment"]
+
+CONDITIONS = ("heads", "layers", "cumulative")
 
 
 @dataclass
@@ -90,14 +122,7 @@ def evaluate_ablated(model: interp.InterpModel, task: TokenTask, *ablations: Abl
         return evaluate(model.hf, task, n=n, seed=seed, logit_lens=False).entropy_mae_bits
 
 
-def _has_site(model: interp.InterpModel, name: str) -> bool:
-    """Whether ``name`` can be hooked on ``model`` (a recurrent model has no attention sites;
-    an LSTM has no sublayer sites)."""
-    try:
-        model.add_hook(name, lambda x: None).remove()
-    except interp.InterpError:
-        return False
-    return True
+_has_site = has_site
 
 
 def run_ablations(spec: str | Path | interp.InterpModel, task: TokenTask | None = None, *,
@@ -138,3 +163,142 @@ def run_ablations(spec: str | Path | interp.InterpModel, task: TokenTask | None 
             mae = evaluate_ablated(model, task, BypassLayer(list(range(L + 1))), n=n, seed=seed)
             res.cumulative.append({"through": L, "mae_bits": mae, "delta_mae_bits": mae - clean})
     return res
+
+
+# ---------------------------------------------------------------- the experiment
+@dataclass
+class AblationsConfig:
+    """One ``bayesgeom ablate`` run (module doc). Sizes: ``n`` held-out sequences per
+    condition; ``ks``: the task's K (observations per HMM sequence) to evaluate at."""
+
+    run_dir: str = option("", "wind-tunnel run directory (or its saved model/)", flag="run_dir")
+    out: Path = out_option("runs/ablate", "output directory")
+    n: int = option(2000, "held-out sequences per condition", min=1)
+    seed: int = seed_option(0, "seed of the held-out evaluation stream")
+    conditions: tuple[str, ...] = option(CONDITIONS, "subset of heads,layers,cumulative "
+                                         "(none: only the retrain)", parse=comma_words)
+    all_layer_heads: bool = option(False, "ablate the heads of every layer, not only layer 0")
+    control: str = option("mean", "the matched control beside each zeroing: mean (mean-"
+                          "ablation) or none", choices=("mean", "none"))
+    ks: tuple[int, ...] = option((), "evaluate at each K (tasks with a K, such as hmm; "
+                                 "default: the K it was trained at)", flag="--K",
+                                 parse=comma_ints, min=1, metavar="K[,K...]")
+    retrain_top_attention: int = option(0, "also retrain the run's config with attention "
+                                        "zeroed in its top N layers, beside its control "
+                                        "(0: no)", flag="--retrain-without-top-attention", min=0,
+                                        metavar="N")
+    retrain_ks: tuple[int, ...] = option((), "K of the retrain's evaluation (default: --K)",
+                                         flag="--retrain-K", parse=comma_ints, min=1,
+                                         metavar="K[,K...]")
+    retrain_steps: int | None = option(None, "optimiser steps of the retrain and its control "
+                                       "(default: the run's own; the run is then the control)",
+                                       min=1)
+    retrain_minutes: float | None = option(None, "training wall-time budget of each retrain "
+                                           "(minutes)", above=0)
+    progress: bool = progress_option()
+    restart: bool = restart_option()
+
+    def check(self) -> None:
+        check_options(self, AblationError)
+        if not self.run_dir:
+            raise AblationError("give the wind-tunnel run directory to ablate (RUN_DIR)")
+        bad = [c for c in self.conditions if c not in (*CONDITIONS, "none")]
+        if bad:
+            raise AblationError(f"unknown condition(s) {', '.join(bad)}; choose from "
+                                f"{', '.join(CONDITIONS)} or none")
+        if self.retrain_top_attention == 0 and (self.retrain_ks or self.retrain_steps
+                                                or self.retrain_minutes):
+            raise AblationError("--retrain-K, --retrain-steps and --retrain-minutes need "
+                                "--retrain-without-top-attention N")
+
+
+def head_label(layer: int, head: int) -> str:
+    return f"L{layer}H{head}"
+
+
+def _evaluate_one(m: interp.InterpModel, task: TokenTask, cfg: AblationsConfig,
+                  label: str) -> list[dict[str, Any]]:
+    """Tidy rows (one per condition) of one task size; ``label`` names it ("K=20")."""
+    n, seed = cfg.n, cfg.seed
+    clean = measure(m, task, (), n, seed)
+    rows: list[dict[str, Any]] = []
+
+    def add(family: str, condition: str, rep: Any, layer: int | None = None,
+            head: int | None = None, through: int | None = None) -> None:
+        c = clean.entropy_mae_bits
+        rows.append({"eval": label, "family": family, "condition": condition, "layer": layer,
+                     "head": head, "through": through, "mae_bits": rep.entropy_mae_bits,
+                     "accuracy": rep.accuracy, "clean_mae_bits": c,
+                     "delta_mae_bits": rep.entropy_mae_bits - c,
+                     "ratio": rep.entropy_mae_bits / c if c > 0 else float("inf")})
+
+    add("clean", "clean", clean)
+    attn, mlp = _has_site(m, "attn_out.0"), _has_site(m, "mlp_out.0")
+    mean = cfg.control == "mean"
+    sites = [f"attn.{L}.z" for L in range(m.n_layers)] if attn else []
+    sites += [f"{k}.{L}" for L in range(m.n_layers) for k, ok in
+              (("attn_out", attn), ("mlp_out", mlp)) if ok]
+    means = site_means(m, task, sites, seed) if mean and sites else {}
+    if "heads" in cfg.conditions and attn and _has_site(m, "attn.0.z"):
+        layers = range(m.n_layers) if cfg.all_layer_heads else range(1)
+        for L in layers:
+            for h in range(m.geometry.n_heads):
+                add("head", "zero", measure(m, task, (ZeroHead(f"attn.{L}.z", h),), n, seed),
+                    L, h)
+                if mean:
+                    with mean_replaced(m, f"attn.{L}.z", means[f"attn.{L}.z"], h):
+                        add("head", "mean", measure(m, task, (), n, seed), L, h)
+    if "layers" in cfg.conditions:
+        for L in range(m.n_layers):
+            add("layer", "bypass", measure(m, task, (BypassLayer(L),), n, seed), L)
+            for kind, name, ok in (("attn_out", "attn", attn), ("mlp_out", "ffn", mlp)):
+                if not ok:
+                    continue
+                site = f"{kind}.{L}"
+                add("layer", f"zero_{name}", measure(m, task, (ZeroSublayer(site),), n, seed), L)
+                if mean:
+                    with mean_replaced(m, site, means[site]):
+                        add("layer", f"mean_{name}", measure(m, task, (), n, seed), L)
+    if "cumulative" in cfg.conditions:
+        for L in range(m.n_layers):
+            rep = measure(m, task, (BypassLayer(list(range(L + 1))),), n, seed)
+            add("cumulative", "bypass", rep, through=L)
+    return rows
+
+
+def run_experiment(cfg: AblationsConfig, model: interp.InterpModel | None = None) -> Any:
+    """Run every condition at every K (and the retrain when asked); write table.parquet (one
+    row per condition and K), summary.json, manifest.json and report.html under ``cfg.out``."""
+    import pandas as pd
+
+    from analyses.ablation_retrain import check_retrain, run_retrain
+    from analyses.ablations_report import summarise, write_report
+    from analyses.models import open_model
+
+    cfg.check()
+    t0 = time.perf_counter()
+    m = model if model is not None else open_model(cfg.run_dir)
+    task = getattr(m, "task", None)
+    if task is None:
+        raise AblationError(f"{m.info.name} is not a wind tunnel (no task with an exact "
+                            "posterior); give a run directory written by bayesgeom windtunnel")
+    evals = [(f"K={k}", eval_task(task, k)) for k in cfg.ks] or [("trained", task)]
+    retrain_tasks = [(k, eval_task(task, k)) for k in cfg.retrain_ks or cfg.ks] or [(None, task)]
+    if cfg.retrain_top_attention:
+        check_retrain(cfg, m)  # before anything is written
+    with claim(cfg, "ablate", m) as rd:
+        rows = [] if cfg.conditions in ((), ("none",)) else \
+            [r for label, t in evals for r in _evaluate_one(m, t, cfg, label)]
+        table = pd.DataFrame(rows).astype({"layer": "Int64", "head": "Int64", "through": "Int64"}) \
+            if rows else pd.DataFrame()
+        retrain = run_retrain(cfg, m, retrain_tasks) if cfg.retrain_top_attention else None
+        result = summarise(cfg, m, task, table, retrain, time.perf_counter() - t0)
+        manifest = run_manifest(seed=cfg.seed, dtype=m.info.dtype, model=m.info.to_dict(),
+                                ablate=asdict(cfg))
+        out = Path(cfg.out)
+        write_table(out / "table.parquet", table)
+        write_result(out / "summary.json", result)
+        write_json(out / "manifest.json", manifest)
+        write_report(out / "report.html", result, table, manifest)
+        rd.finish()
+    return result

@@ -31,6 +31,7 @@ EXIT_PIPE = 141
 
 def build_parser() -> Parser:
     from analyses.commands import (
+        ablate,
         capture,
         compare,
         demo,
@@ -45,7 +46,8 @@ def build_parser() -> Parser:
                "attention: wind tunnels with exact posteriors and pretrained LLMs.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     parent = parent_parser()
-    for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep):
+    for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep,
+                    ablate):
         command.register(sub, parent)
     return p
 

@@ -103,6 +103,9 @@ class TrainConfig:
     #: resumes, though its numbers then differ in the last bits (kernels differ).
     device: str | None = option(None, "torch device, e.g. cuda:0 (default: cpu)",
                                 identity=False)
+    #: Names what :func:`train`'s ``prepare`` hook does (``"zero_attn_top1"``): part of the run's
+    #: identity; empty (no hook) it is left out of the settings, so older runs keep theirs.
+    intervention: str = option("", "training-time intervention (needs prepare=)", cli=False)
 
     def validate(self) -> TokenTask:
         """The task, after checking every option (its declared type and range), the task's
@@ -125,6 +128,7 @@ class TrainConfig:
         ``task_params`` the task's full parameters (defaults spelled out), so equal runs have
         equal settings."""
         d = run_settings(self)  # every identity option (not the device)
+        d = {k: v for k, v in d.items() if k != "intervention" or v}
         d["task_params"] = {k: v for k, v in task.config().items() if k != "task"}
         return json_safe(d)
 
@@ -201,6 +205,7 @@ def train(
     progress: bool = True,
     on_step: Callable[[int], None] | None = None,
     restart: bool = False,
+    prepare: Callable[[PreTrainedModel], object] | None = None,
 ) -> TrainResult:
     """Train (or resume, or return the finished) run described by ``cfg`` in ``out``.
 
@@ -210,7 +215,17 @@ def train(
     (one line on stderr) and are refused for a finished run unless ``restart``, which also
     starts the same settings over. ``on_step(step)`` is called after every optimiser step
     (tests use it to simulate a kill).
+
+    ``prepare(model)`` runs once on the built (when resuming, restored) model before the first
+    step; the hooks it registers (an ablation, say) stay on for every step and evaluation, the
+    final ``eval.json`` included, and are not saved with the weights. It needs
+    ``cfg.intervention`` naming it and vice versa (either alone: a ``TaskConfigError``).
     """
+    if bool(cfg.intervention) != (prepare is not None):
+        raise TaskConfigError(
+            f"intervention {cfg.intervention!r} needs train(prepare=...) to apply it"
+            if cfg.intervention else "train(prepare=...) needs cfg.intervention naming what "
+            "it does (it becomes part of the run's identity)")
     task = cfg.validate()
     out = Path(out)
     settings = cfg.settings(task)
@@ -218,11 +233,12 @@ def train(
                 record={"config": settings, "task": task.config()}) as rd:
         if rd.done:
             return _finished(out, rd.previous or {})
-        return _train(cfg, task, rd, progress, on_step)
+        return _train(cfg, task, rd, progress, on_step, prepare)
 
 
 def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
-           on_step: Callable[[int], None] | None) -> TrainResult:
+           on_step: Callable[[int], None] | None,
+           prepare: Callable[[PreTrainedModel], object] | None = None) -> TrainResult:
     out = rd.out
     ckroot = out / "checkpoints"
     device = torch.device(cfg.device or "cpu")
@@ -237,6 +253,8 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
         step, elapsed = int(c.state["step"]), float(c.state["elapsed_s"])
         log_rows = c.log.to_dict("records")
         run_loss, run_n = float(c.state["run_loss"]), int(c.state["run_n"])
+    if prepare is not None:
+        prepare(model)  # its hooks stay on the modules for the whole run
     manifest = run_manifest(seed=cfg.seed, dtype="float32", params=n_params(model))
     rd.update(manifest=manifest, params=n_params(model),
               resumed_from_step=step if ck is not None else None)

@@ -61,3 +61,42 @@ def test_recurrent_model_gets_bypass_rows_only(tmp_path):
     assert all(r["bypass"] is not None for r in res.layers)
     assert len(res.cumulative) == m.n_layers
     assert "zero_attn" not in res.table()
+
+
+def test_mean_ablation_control_replaces_one_head_by_its_per_position_mean(run_dir):
+    import torch
+
+    from analyses.ablation_controls import mean_replaced, site_means
+    from windtunnel.seeds import Purpose, stream
+
+    m = open_model(run_dir)
+    means = site_means(m, m.task, ["attn.0.z", "attn_out.1"], seed=0)
+    g = m.geometry
+    assert means["attn.0.z"].shape == (m.task.seq_len, g.n_heads, g.d_head)
+    assert means["attn_out.1"].shape == (m.task.seq_len, m.d_model)
+    ids = m.task.sample(4, stream(0, Purpose.EVAL, 3)).input_ids
+    seen: dict[str, torch.Tensor] = {}
+
+    def grab(x):
+        seen["z"] = x.detach().clone()
+
+    with m.hooks([("attn.0.z", grab)]), torch.no_grad():
+        m.hf(ids)
+    clean = seen["z"]
+    with mean_replaced(m, "attn.0.z", means["attn.0.z"], 1), m.hooks([("attn.0.z", grab)]), \
+            torch.no_grad():
+        m.hf(ids)
+    z = seen["z"]
+    assert torch.equal(z[:, :, 0], clean[:, :, 0])  # the other head untouched
+    assert torch.equal(z[:, :, 1], means["attn.0.z"][None, :, 1].expand_as(z[:, :, 1]))
+
+
+def test_eval_task_changes_K_only_where_the_task_has_one():
+    from analyses.ablation_controls import AblationError, eval_task
+    from windtunnel import make_task
+
+    hmm = eval_task(make_task("hmm", K=20), 30)
+    assert hmm.config()["K"] == 30 and hmm.config()["max_K"] == 50
+    assert hmm.seq_len == make_task("hmm", K=30).seq_len
+    with pytest.raises(AblationError, match="bijection has none"):
+        eval_task(make_task("bijection", V=6), 20)

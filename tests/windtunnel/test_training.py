@@ -9,6 +9,7 @@ from windtunnel.architectures import build_model
 from windtunnel.checkpoint import CheckpointError
 from windtunnel.evaluate import evaluate
 from windtunnel.runs import NotARunError, RunDirError, load_run
+from windtunnel.task import TaskConfigError
 from windtunnel.training import TrainConfig, lr_at, train
 
 
@@ -180,3 +181,41 @@ def test_the_device_is_not_part_of_a_runs_identity(tmp_path):
     again = train(TrainConfig(**{**cfg.__dict__, "device": "cpu"}), tmp_path / "run",
                   progress=False)
     assert again.report == first.report and again.wall_s == first.wall_s  # reused, not rerun
+
+
+def _halve_embeddings(model) -> object:
+    """A training-time intervention without interp (windtunnel never imports it): every
+    forward pass sees the token embeddings halved."""
+    return model.get_input_embeddings().register_forward_hook(lambda m, i, o: o * 0.5)
+
+
+def test_a_prepare_hook_is_named_in_the_runs_identity_and_resumes_with_it(tmp_path):
+    cfg = _cfg(steps=20, intervention="halve_emb")
+    full = train(cfg, tmp_path / "full", progress=False, prepare=_halve_embeddings)
+
+    def die(step: int) -> None:
+        if step == 12:
+            raise Kill
+
+    with pytest.raises(Kill):
+        train(cfg, tmp_path / "cut", on_step=die, progress=False, prepare=_halve_embeddings)
+    resumed = train(cfg, tmp_path / "cut", progress=False, prepare=_halve_embeddings)
+    a, b = (load_run(tmp_path / d).model.state_dict() for d in ("full", "cut"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert resumed.report.entropy_mae_bits == full.report.entropy_mae_bits
+    rec = json.loads((tmp_path / "full" / "run.json").read_text())
+    assert rec["settings"]["intervention"] == "halve_emb"
+    plain = train(_cfg(steps=20), tmp_path / "plain", progress=False)  # the hook changed training
+    assert plain.report.entropy_mae_bits != full.report.entropy_mae_bits
+    assert "intervention" not in json.loads((tmp_path / "plain" / "run.json").read_text())[
+        "settings"]  # runs without a hook keep the identity they had before the field existed
+    with pytest.raises(RunDirError):  # the unhooked settings are another (finished) run
+        train(_cfg(steps=20), tmp_path / "full", progress=False)
+
+
+def test_an_intervention_without_its_hook_and_a_hook_without_a_name_are_refused(tmp_path):
+    with pytest.raises(TaskConfigError, match=r"needs train\(prepare=\.\.\.\)"):
+        train(_cfg(intervention="halve_emb"), tmp_path / "a", progress=False)
+    with pytest.raises(TaskConfigError, match=r"needs cfg\.intervention"):
+        train(_cfg(), tmp_path / "b", progress=False, prepare=_halve_embeddings)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
