@@ -6,7 +6,9 @@
 ``lstm`` by ``d_model`` (one LSTM layer costs 8d² + 8d, so the step between widths is about
 2/d of the total: ≤ 1 % off from d = 100, ≤ 3 % at the tiny preset's d ≈ 32), ``mamba`` by
 ``d_model`` and the time-step rank (``dt_rank``, ≥ HF's default ceil(d/16)), which lands
-within a few hundred parameters. :func:`recurrent_sizes` says what was chosen.
+within a few hundred parameters. :func:`recurrent_sizes` says what was chosen. The Llama-style
+transformers (``llama``, ``llama-rope``, ``llama-nope``: :mod:`windtunnel.llama`) take the
+preset's sizes as they are; the baselines stay matched to the GPT-2 ``transformer``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 import torch
 from transformers import PreTrainedModel
 
+from windtunnel.llama import build_llama
 from windtunnel.mlp import WindTunnelMLP, WindTunnelMLPConfig
 from windtunnel.recurrent import (
     WindTunnelLSTM,
@@ -158,17 +161,26 @@ ARCHS: dict[str, Callable[[TokenTask, str], PreTrainedModel]] = {
     "mlp-flat": _build_mlp("flat"),
     "lstm": _build_lstm,
     "mamba": _build_mamba,
+    # Llama-style (windtunnel.llama: RMSNorm, bias-free attention) at the transformer's preset
+    # sizes: learned absolute positions (the paper's production model), RoPE, or none
+    "llama": lambda task, preset: build_llama(task, get_preset(preset), "learned"),
+    "llama-rope": lambda task, preset: build_llama(task, get_preset(preset), "rope"),
+    "llama-nope": lambda task, preset: build_llama(task, get_preset(preset), "nope"),
 }
+
+#: the archs with attention (their patterns cost memory: :func:`attention_bytes`)
+ATTENTION_ARCHS = ("transformer", "llama", "llama-rope", "llama-nope")
 
 
 def attention_bytes(arch: str, preset: str, n: int, seq_len: int, layers: int | None = None,
                     ) -> int:
     """Estimated memory of the attention weights of an ``n``-sequence batch: float32
     [n, heads, T, T], two copies (scores and probabilities) per layer, for ``layers`` layers
-    (default all: training keeps them for the backward pass); 0 for the MLPs. Measured: a
-    bijection V = 400 step on the small preset peaks 5.5 GiB above its batch, this estimate
-    plus the logits says 5.4 GiB."""
-    if arch != "transformer":
+    (default all: training keeps them for the backward pass); 0 for the archs without
+    attention. Measured: a bijection V = 400 step on the small preset peaks 5.5 GiB above its
+    batch, this estimate plus the logits says 5.4 GiB. The Llama-style archs hold the same
+    patterns (eager)."""
+    if arch not in ATTENTION_ARCHS:
         return 0
     p = get_preset(preset)
     return 2 * 4 * n * p.n_head * seq_len * seq_len * (p.n_layer if layers is None else layers)

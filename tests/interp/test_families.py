@@ -1,7 +1,7 @@
 """Per-family acceptance checks on tiny random models (GPT-NeoX, Phi, Llama GQA, Mistral sliding
-window, Phi-3's fused GQA ``qkv_proj`` through the generic adapter, the wind-tunnel GPT-2): values
-against the weights, padding invariance, interventions that change logits and leave the model
-bit-identical afterwards."""
+window, Phi-3's fused GQA ``qkv_proj`` through the generic adapter, the wind-tunnel GPT-2 and the
+Llama-style wind-tunnel transformers): values against the weights, padding invariance,
+interventions that change logits and leave the model bit-identical afterwards."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import torch
 import interp
 from interp import AddVector, ProjectOut, capture
 
-FAMILIES = ["gpt_neox", "phi", "llama", "mistral", "phi3", "windtunnel"]
+#: the Llama-style wind-tunnel transformers (family ``llama``): name -> arch
+WT_LLAMA = {"wt-llama": "llama", "wt-llama-rope": "llama-rope", "wt-llama-nope": "llama-nope"}
+FAMILIES = ["gpt_neox", "phi", "llama", "mistral", "phi3", "windtunnel", *WT_LLAMA]
 
 
 def _parts(hf, family: str, layer: int):
@@ -56,9 +58,44 @@ def _parts(hf, family: str, layer: int):
 
 
 @pytest.fixture(scope="module")
-def models(tiny_models):
-    return {name: interp.load(tm.path, attn_implementation="eager")
-            for name, tm in tiny_models.items()}
+def models(tiny_models, tmp_path_factory):
+    from windtunnel import make_task
+    from windtunnel.architectures import build_model
+
+    out = {name: interp.load(tm.path, attn_implementation="eager")
+           for name, tm in tiny_models.items()}
+    root = tmp_path_factory.mktemp("wt-llama")
+    for name, arch in WT_LLAMA.items():
+        build_model(make_task("bijection", V=6), arch, "tiny", seed=0).save_pretrained(root / name)
+        out[name] = interp.load(str(root / name))  # eager by default
+    return out
+
+
+@pytest.fixture(scope="module")
+def family_prompts(family_prompts):
+    """conftest's prompts, and the wind-tunnel ones for the Llama-style wind tunnels."""
+    return {**family_prompts, **dict.fromkeys(WT_LLAMA, family_prompts["windtunnel"])}
+
+
+@pytest.mark.parametrize("family", WT_LLAMA)
+def test_llama_wind_tunnels_use_the_llama_adapter_with_their_head_geometry(family, models):
+    m = models[family]
+    assert m.info.family == "llama" and m.info.model_type == "bayesgeom_llama"
+    assert m.geometry.heads == (2, 2, 16) and m.d_model == 32 and m.n_layers == 2
+    ids = torch.tensor([[0, 6, 1, 7, 2]])  # bijection V = 6: keys 0..5, values 6..11
+    sites = ["resid_pre.0", "resid_post.1", "attn.0.q", "attn.0.k", "attn.0.v", "attn.1.pattern",
+             "attn.1.z", "attn_out.0", "mlp_out.1", "logits"]
+    st = capture(m, ids, sites, positions="all", progress=False)
+    shapes = {s: tuple(st[s].shape) for s in sites}
+    assert shapes == {"resid_pre.0": (5, 32), "resid_post.1": (5, 32), "attn.0.q": (5, 2, 16),
+                      "attn.0.k": (5, 2, 16), "attn.0.v": (5, 2, 16),
+                      "attn.1.pattern": (5, 2, 5), "attn.1.z": (5, 2, 16),
+                      "attn_out.0": (5, 32), "mlp_out.1": (5, 32), "logits": (5, 12)}
+    with torch.no_grad():
+        out = m.hf(input_ids=ids, output_hidden_states=True, output_attentions=True)
+    torch.testing.assert_close(st["resid_pre.0"], out.hidden_states[0][0])
+    torch.testing.assert_close(st["attn.1.pattern"], out.attentions[1][0].transpose(0, 1))
+    torch.testing.assert_close(st["logits"], out.logits[0])
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -125,10 +162,12 @@ def test_left_padding_gives_the_same_last_token_activations(family, models, fami
     torch.testing.assert_close(together.entropy_bits, alone.entropy_bits, atol=1e-5, rtol=0)
 
 
-def test_padding_without_position_ids_would_shift_learned_positions(models, family_prompts):
+@pytest.mark.parametrize("family", ["windtunnel", "wt-llama"])
+def test_padding_without_position_ids_would_shift_learned_positions(family, models,
+                                                                    family_prompts):
     """Negative control: the padding test can fail for absolute positions (wind tunnel)."""
-    m = models["windtunnel"]
-    toks = family_prompts["windtunnel"]
+    m = models[family]
+    toks = family_prompts[family]
     b = m.batch(toks)
     with torch.no_grad():
         wrong = m.hf(input_ids=b.input_ids, attention_mask=b.attention_mask).logits[:, -1]
