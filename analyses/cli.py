@@ -35,6 +35,7 @@ def build_parser() -> Parser:
         capture,
         compare,
         demo,
+        frame_precision,
         geometry,
         steer,
         sula,
@@ -47,7 +48,7 @@ def build_parser() -> Parser:
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     parent = parent_parser()
     for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep,
-                    ablate):
+                    ablate, frame_precision):
         command.register(sub, parent)
     return p
 

@@ -1,0 +1,110 @@
+"""``bayesgeom frame-precision`` on a tiny bijection run with dense checkpoints: the tidy table,
+JS divergence 0 at the final step, the step-0 control, the files and the refused runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analyses.cli import main
+from analyses.frame_precision import (
+    FramePrecisionConfig,
+    FramePrecisionError,
+    run_frame_precision,
+)
+from probes.plateau import plateau_step
+from windtunnel.training import TrainConfig, train
+
+TINY = dict(task="bijection", task_params={"V": 5}, preset="tiny", batch_size=16, lr=5e-3,
+            warmup_steps=1, eval_size=16, final_eval_size=16, eval_every=6, ckpt_every=6)
+COLUMNS = ["step", "source", "group", "metric", "layer", "value"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("frame") / "run"
+    train(TrainConfig(steps=6, dense_ckpt_until=4, dense_ckpt_every=2, **TINY), out,
+          progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def done(run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("frame") / "fp"
+    rc = main(["frame-precision", str(run), "--n", "12", "--n-mae", "16", "--out", str(out),
+               "--json", "--no-progress"])
+    assert rc == 0
+    return out
+
+
+def test_cli_writes_the_files_and_a_tidy_table(done):
+    assert {p.name for p in done.iterdir()} >= {"table.parquet", "summary.json",
+                                                  "manifest.json", "report.html"}
+    t = pd.read_parquet(done / "table.parquet")
+    assert list(t.columns) == COLUMNS
+    s = json.loads((done / "summary.json").read_text())
+    assert s["steps"] == [0, 2, 4, 6] and s["final_step"] == 6
+    assert sorted(t["step"].unique()) == [0, 2, 4, 6]
+    assert dict(zip(t["step"], t["source"], strict=True))[0] == "init"
+    # per point: 3 per-layer metrics x (2 layers + mean), key |cos| and its control, MAE and
+    # its log, 3 value-manifold numbers
+    assert len(t) == 4 * (3 * 3 + 2 + 2 + 3)
+    assert not t.duplicated(["step", "metric", "layer"]).any()
+    js = t[(t["metric"] == "js_to_final_bits")]
+    assert (js.loc[js["step"] == 6, "value"] == 0).all()
+    assert (js.loc[js["step"] < 6, "value"] > 0).all()
+    assert ((js["value"] >= 0) & (js["value"] <= 1)).all()
+    # sepvocab without replacement: no feasible position in the context (module doc)
+    assert t.loc[t["metric"] == "attn_mass_feasible", "value"].isna().all()
+    elim = t.loc[t["metric"] == "attn_mass_eliminated", "value"]
+    assert ((elim > 0) & (elim < 1)).all()
+    assert s["attn_mass_metric"] == "attn_mass_eliminated"
+    assert s["frame_before_precision"] == (s["frame_plateau_step"] < s["precision_plateau_step"])
+    assert np.isfinite(s["init_values"]["entropy_mae_bits"])
+    assert "Frame–precision" in (done / "report.html").read_text()
+
+
+def test_the_report_table_has_a_row_per_step_and_the_plateaus(done):
+    from analyses.frame_precision_report import FramePrecisionResult, headline_table
+    from records import read_result
+
+    s = read_result(FramePrecisionResult, done / "summary.json")
+    wide = headline_table(pd.read_parquet(done / "table.parquet"), s)
+    assert wide["source"].tolist() == ["init", "dense", "dense", "final", "plateau step"]
+    assert wide.iloc[-1]["log10_entropy_mae_bits"] == s.precision_plateau_step
+
+
+def test_the_step0_control_is_the_training_initialisation(done):
+    from windtunnel.architectures import build_model
+    from windtunnel.evaluate import evaluate
+    from windtunnel.task import make_token_task
+
+    task = make_token_task("bijection", V=5)
+    mae = evaluate(build_model(task, "transformer", "tiny", 0), task, 16, 0,
+                   logit_lens=False).entropy_mae_bits
+    t = pd.read_parquet(done / "table.parquet")
+    got = t.loc[(t["step"] == 0) & (t["metric"] == "entropy_mae_bits"), "value"].item()
+    assert got == pytest.approx(mae)
+
+
+def test_plateau_detection_on_a_synthetic_series():
+    steps = np.array([0, 100, 200, 300, 400, 500])
+    mae = np.array([5.0, 3.0, 1.0, 0.4, 0.1, 0.0])  # range 5: a band of 0.5, then of 0.25
+    assert plateau_step(steps, mae, 0.1) == 300
+    assert plateau_step(steps, mae, 0.05) == 400
+    assert plateau_step(steps, np.array([0.0, 1.0, 0.0, 1.0, 0.0, 1.0]), 0.1) == 500
+
+
+def test_a_run_without_dense_checkpoints_is_refused(run, tmp_path, capsys):
+    bare = tmp_path / "bare"
+    shutil.copytree(run, bare, ignore=shutil.ignore_patterns("dense-*", ".bayesgeom.lock"))
+    with pytest.raises(FramePrecisionError, match=r"no dense checkpoints.*--dense-ckpt-until"):
+        run_frame_precision(FramePrecisionConfig(run_dir=str(bare), out=tmp_path / "o",
+                                                 progress=False))
+    assert main(["frame-precision", str(bare), "--out", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bayesgeom: error:") and "dense" in err and len(err.splitlines()) == 1
