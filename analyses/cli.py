@@ -37,6 +37,7 @@ def build_parser() -> Parser:
         demo,
         frame_precision,
         geometry,
+        layer_geometry,
         steer,
         sula,
         sweep,
@@ -48,7 +49,7 @@ def build_parser() -> Parser:
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     parent = parent_parser()
     for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep,
-                    ablate, frame_precision):
+                    layer_geometry, ablate, frame_precision):
         command.register(sub, parent)
     return p
 
