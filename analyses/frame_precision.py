@@ -95,7 +95,7 @@ from records import (
     write_table,
 )
 from windtunnel import TaskBatch, TokenTask
-from windtunnel.architectures import build_model
+from windtunnel.architectures import ATTENTION_ARCHS, build_model
 from windtunnel.evaluate import evaluate
 from windtunnel.seeds import Purpose, stream
 from windtunnel.training import TrainConfig
@@ -249,9 +249,9 @@ def run_frame_precision(cfg: FramePrecisionConfig) -> FramePrecisionResult:
         raise FramePrecisionError(
             "the attention mass on the feasible set is defined for bijection runs only; "
             f"{run} is a {getattr(task, 'name', 'task-less')} run")
-    if tc.arch != "transformer":
+    if tc.arch not in ATTENTION_ARCHS:
         raise FramePrecisionError(f"{run} is an {tc.arch} run; the frame needs attention "
-                                  "patterns (a transformer run)")
+                                  f"patterns (an {'/'.join(ATTENTION_ARCHS)} run)")
     with claim(cfg, "frame-precision", final) as rd:
         table = measure_all(cfg, run, final, snaps, tc)
         result = summarise(table, cfg, tc, final, time.perf_counter() - t0)
