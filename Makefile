@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: setup test demo bench lint clean
+.PHONY: setup test demo bench lint clean paper-table
 
 setup: $(STAMP)
 
@@ -24,6 +24,12 @@ test: setup
 
 demo: setup
 	$(BIN)/bayesgeom demo
+
+# Paper I's table at paper scale (GPU): bijection + associative recall, then the HMM column.
+DEVICE ?= cuda:0
+paper-table: setup
+	$(BIN)/bayesgeom sweep --config examples/sweeps/paper_table.toml --device $(DEVICE) --out runs/paper-table
+	$(BIN)/bayesgeom sweep --config examples/sweeps/paper_hmm.toml --device $(DEVICE) --out runs/paper-hmm
 
 # Each benchmark reports ratios against a baseline measured in the same run -> runs/bench/*.json
 bench: setup

@@ -46,6 +46,7 @@ from tqdm.auto import tqdm
 from analyses.options import out_option, progress_option, restart_option
 from analyses.out_dirs import claim
 from analyses.results import SweepCell, SweepResult
+from analyses.sweep_evals import cached, check_overrides, evaluate_overrides, metric_names
 from records import (
     BayesgeomError,
     UsageError,
@@ -70,16 +71,22 @@ METRICS = ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "tvd", "accu
            "params", "steps", "wall_s")
 
 
-def json_object(text: str) -> dict[str, Any]:
-    """A JSON object from the command line (``--task-params``)."""
+def json_object(text: str, value: type = dict, example: str = '{"hmm": {"K": 20}}',
+                ) -> dict[str, Any]:
+    """A JSON object of ``value`` entries from the command line (``--task-params``)."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg}): {text!r}") from None
-    if not isinstance(obj, dict) or not all(isinstance(v, dict) for v in obj.values()):
-        raise argparse.ArgumentTypeError(f"expected an object of objects such as "
-                                         f'{{"hmm": {{"K": 20}}}}, got {text!r}')
+    if not isinstance(obj, dict) or not all(isinstance(v, value) for v in obj.values()):
+        raise argparse.ArgumentTypeError(f"expected an object of {value.__name__}s such as "
+                                         f"{example}, got {text!r}")
     return obj
+
+
+def json_lists(text: str) -> dict[str, Any]:
+    """A JSON object of lists from the command line (``--eval-params``)."""
+    return json_object(text, list, '{"hmm": [{"K": 30}, {"K": 50}]}')
 
 
 class SweepError(UsageError):
@@ -105,6 +112,10 @@ class SweepConfig:
     task_params: dict[str, dict[str, Any]] = option(
         None, "per task, its parameters as JSON, e.g. '{\"hmm\": {\"K\": 20}}'",
         factory=dict, parse=json_object, metavar="JSON")
+    eval_params: dict[str, list[dict[str, Any]]] = option(
+        None, "per task, extra held-out evaluations of each trained cell at changed task "
+        "parameters, as JSON, e.g. '{\"hmm\": [{\"K\": 30}, {\"K\": 50}]}'",
+        factory=dict, parse=json_lists, metavar="JSON")
     out: Path = out_option("runs/sweep", "output directory (finished cells are reused)")
     backend: str = option("local", "where cells run: a local process pool, or submitit "
                           "(Slurm job arrays; local subprocesses without Slurm)",
@@ -129,9 +140,19 @@ class SweepConfig:
             raise SweepError(f"{', '.join(text)} is a text task; a sweep trains token tasks")
         if not self.seeds:
             raise SweepError("give at least one seed")
-        extra = sorted(set(self.task_params) - set(self.tasks))
-        if extra:
-            raise SweepError(f"task_params for {', '.join(extra)}, which is not in tasks")
+        for name in ("task_params", "eval_params"):
+            extra = sorted(set(getattr(self, name)) - set(self.tasks))
+            if extra:
+                raise SweepError(f"{name} for {', '.join(extra)}, which is not in tasks")
+        for task, overrides in self.eval_params.items():
+            bad = check_overrides(task, self.task_params.get(task, {}), overrides)
+            if bad:
+                raise SweepError(bad[0])
+
+    def extra_metrics(self) -> list[str]:
+        """The columns the extra evaluations add (``entropy_mae_bits@K=50`` ...)."""
+        return list(dict.fromkeys(n for t in self.tasks
+                                  for n in metric_names(self.eval_params.get(t, []))))
 
 
 @dataclass(frozen=True)
@@ -143,6 +164,8 @@ class Cell:
     preset: str
     seed: int
     train: TrainConfig = field(compare=False)
+    #: task-parameter overrides of the extra held-out evaluations (:mod:`analyses.sweep_evals`)
+    evals: tuple[dict[str, Any], ...] = field(default=(), compare=False)
 
     @property
     def name(self) -> str:
@@ -163,7 +186,8 @@ def cells(cfg: SweepConfig) -> list[Cell]:
                                      ckpt_every=max(1, min(1000, cfg.steps)),
                                      warmup_steps=min(300, cfg.steps // 10),
                                      max_minutes=cfg.max_minutes, device=cfg.device)
-                    out.append(Cell(task, arch, preset, seed, tc))
+                    out.append(Cell(task, arch, preset, seed, tc,
+                                    tuple(cfg.eval_params.get(task, []))))
     return out
 
 
@@ -174,15 +198,21 @@ def _threads(workers: int) -> None:
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
-def run_cell(train_cfg: dict[str, Any], out: str) -> dict[str, Any]:
-    """Train (or resume) one cell in ``out``; the row of its metrics. Runs in a worker."""
+def run_cell(train_cfg: dict[str, Any], out: str,
+             evals: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+    """Train (or resume) one cell in ``out``, then run its extra evaluations; the row of its
+    metrics. Runs in a worker."""
     from windtunnel.training import train
 
-    res = train(TrainConfig.from_json(train_cfg), out, progress=False)
+    cfg = TrainConfig.from_json(train_cfg)
+    res = train(cfg, out, progress=False)
     assert res.report is not None
     rep = res.report.to_dict()
+    extra = evaluate_overrides(Path(out), cfg.task, cfg.settings(cfg.validate())["task_params"],
+                               cfg.seed, cfg.final_eval_size, list(evals))
     return {**{k: rep[k] for k in METRICS if k in rep}, "params": res.params,
-            "steps": res.steps_done, "wall_s": res.wall_s, "stop_reason": res.stop_reason}
+            "steps": res.steps_done, "wall_s": res.wall_s, "stop_reason": res.stop_reason,
+            **extra}
 
 
 def finished_row(cell: Cell, out: Path) -> dict[str, Any] | None:
@@ -193,10 +223,13 @@ def finished_row(cell: Cell, out: Path) -> dict[str, Any] | None:
     rec = finished_with(out, EXPERIMENT, cell.train.settings(cell.train.validate()))
     if rec is None:
         return None
+    extra = cached(out, list(cell.evals))
+    if extra is None:  # evaluated again in a worker (training itself is reused there)
+        return None
 
     summary, _ = read_finished(out)
     return {**{k: summary.get(k) for k in METRICS}, "steps": rec.get("steps_done"),
-            "wall_s": rec.get("wall_s"), "stop_reason": rec.get("stop_reason")}
+            "wall_s": rec.get("wall_s"), "stop_reason": rec.get("stop_reason"), **extra}
 
 
 # ---------------------------------------------------------------- backends
@@ -204,7 +237,7 @@ def _local(jobs: list[tuple[Cell, Path]], workers: int) -> Iterator[tuple[Cell, 
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_threads,
                              initargs=(workers,)) as pool:
-        futs: dict[Future, Cell] = {pool.submit(run_cell, c.train.to_json(), str(p)): c
+        futs: dict[Future, Cell] = {pool.submit(run_cell, c.train.to_json(), str(p), c.evals): c
                                     for c, p in jobs}
         for f in as_completed(futs):
             yield futs[f], f.result
@@ -219,7 +252,7 @@ def _submitit(jobs: list[tuple[Cell, Path]], workers: int, folder: Path,
     ex = submitit.AutoExecutor(folder=folder)
     ex.update_parameters(timeout_min=24 * 60, slurm_array_parallelism=workers)
     submitted = ex.map_array(run_cell, [c.train.to_json() for c, _ in jobs],
-                             [str(p) for _, p in jobs])
+                             [str(p) for _, p in jobs], [c.evals for c, _ in jobs])
     for (cell, _), job in zip(jobs, submitted, strict=True):
         yield cell, job.result
 
@@ -275,12 +308,13 @@ def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepRes
                 rows[cell.name] = _failed(cell, e)
             bar.update(1)
     bar.close()
+    extra = cfg.extra_metrics()
     table = pd.DataFrame([{"cell": c.name, "task": c.task, "arch": c.arch, "preset": c.preset,
-                           "seed": c.seed, **{k: None for k in METRICS},
+                           "seed": c.seed, **{k: None for k in (*METRICS, *extra)},
                            **rows.get(c.name, {"status": "missing"})} for c in grid])
-    from analyses.sweep_report import aggregate, write_report
+    from analyses.sweep_report import LABELS, aggregate, write_report
 
-    agg = aggregate(table)
+    agg = aggregate(table, (*LABELS, *extra))
     result = SweepResult(
         cells=[SweepCell(str(r.cell), str(r.task), str(r.arch), str(r.preset), int(r.seed),
                          str(r.status), r.error if isinstance(r.error, str) else None)

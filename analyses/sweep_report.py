@@ -110,6 +110,7 @@ def format_summary(result: SweepResult) -> str:
         show = wide(agg)
         keep = [c for c in (*GROUP, "params", "entropy_mae_bits", "kl_bits", "accuracy")
                 if c in show]
+        keep += [c for c in show if str(c).startswith("entropy_mae_bits@")]
         lines.append(show[keep].to_string(index=False))
     lines += [f"failed: {c.name}: {c.error}" for c in result.cells if c.status == "failed"]
     return "\n".join(lines)

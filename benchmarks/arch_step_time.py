@@ -1,7 +1,9 @@
 """Seconds per training step of each wind-tunnel architecture, as a ratio to the transformer
 measured in the same run (the baseline): forward + backward + AdamW on a fresh batch of 128
 sequences, the ``small`` preset (each baseline parameter-matched to the transformer), 2 torch
-threads, the median of steps 2-4 (step 1 warms up). Writes runs/bench/arch_step_time.json.
+threads, the median of steps 2-4 (step 1 warms up). Mamba is timed twice: with mambapy's
+parallel scan (what HF uses where ``mambapy`` is installed, a bayesgeom dependency) and with HF's
+sequential reference scan (``mamba/reference-scan``). Writes runs/bench/arch_step_time.json.
 
     python benchmarks/arch_step_time.py              # bijection V = 20 and HMM (~3 min on 2 cores)
 """
@@ -23,9 +25,12 @@ TASKS = ("bijection", "hmm")
 STEPS = 4
 
 
-def step_seconds(task_name: str, arch: str) -> float:
+def step_seconds(task_name: str, arch: str, reference_scan: bool = False) -> float:
     task = make_token_task(task_name)
     model = build_model(task, arch, "small", 0)
+    if reference_scan:  # HF's sequential scan instead of mambapy's parallel one
+        for layer in model.backbone.layers:
+            layer.mixer.use_mambapy = False
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     times = []
     for s in range(STEPS):
@@ -44,11 +49,12 @@ def main() -> None:
     out: dict = {"manifest": run_manifest(), "batch": 128, "preset": "small", "results": {}}
     for task in TASKS:
         base = step_seconds(task, "transformer")
-        for arch in ARCHS:
-            sec = base if arch == "transformer" else step_seconds(task, arch)
-            out["results"][f"{task}/{arch}"] = {"s_per_step": sec, "ratio_to_transformer":
+        for arch, ref in [(a, False) for a in ARCHS] + [("mamba", True)]:
+            sec = base if arch == "transformer" else step_seconds(task, arch, ref)
+            name = "mamba/reference-scan" if ref else arch
+            out["results"][f"{task}/{name}"] = {"s_per_step": sec, "ratio_to_transformer":
                                                 sec / base}
-            print(f"{task:<10} {arch:<13} {sec:8.3f} s/step  {sec / base:7.1f}x transformer",
+            print(f"{task:<10} {name:<21} {sec:8.3f} s/step  {sec / base:7.1f}x transformer",
                   flush=True)
     write_json(Path("runs/bench/arch_step_time.json"), out)
 

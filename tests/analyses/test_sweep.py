@@ -75,11 +75,36 @@ def test_a_failed_cell_is_reported_not_fatal(tmp_path, capsys):
     (["--task-params", "{nope"], "not valid JSON"),
     (["--task-params", '{"hmm": {"K": 20}}'], "task_params for hmm, which is not in tasks"),
     (["--seeds", "-1"], "seeds must be >= 0"),
+    (["--eval-params", '{"hmm": [{"K": 30}]}'], "eval_params for hmm, which is not in tasks"),
+    (["--tasks", "hmm", "--eval-params", '{"hmm": [{"K": 80}]}'], "do not fit the trained"),
+    (["--tasks", "hmm", "--eval-params", '{"hmm": [{"K": 0}]}'], "eval_params hmm"),
+    (["--tasks", "hmm", "--eval-params", '{"hmm": {"K": 30}}'], "object of lists"),
 ])
 def test_bad_sweeps_are_one_line(argv, msg, tmp_path, capsys):
     assert main(["sweep", *argv, "--out", str(tmp_path / "X")]) == 2
     err = capsys.readouterr().err
     assert msg in err and "Traceback" not in err and not (tmp_path / "X").exists()
+
+
+def test_extra_evaluations_are_added_per_cell_and_cached(tmp_path):
+    cfg = dict(tasks=("hmm",), archs=("transformer",), presets=("tiny",), seeds=(0, 1),
+               steps=6, eval_every=6, eval_size=8, batch_size=4, progress=False,
+               task_params={"hmm": {"K": 3, "max_K": 6}}, eval_params={"hmm": [{"K": 6}]})
+    out = tmp_path / "s"
+    res = run_sweep(SweepConfig(out=out, **cfg))
+    cells = pd.read_parquet(out / "cells.parquet")
+    assert res.failed == 0 and cells["entropy_mae_bits@K=6"].notna().all()
+    assert (cells["entropy_mae_bits@K=6"] != cells["entropy_mae_bits"]).all()
+    agg = pd.read_parquet(out / "aggregate.parquet")
+    assert agg[agg["metric"] == "accuracy@K=6"]["n"].tolist() == [2.0]
+    cache = out / "cells" / "hmm-transformer-tiny-s0" / "extra_evals.json"
+    stamp = cache.stat().st_mtime_ns
+    again = run_sweep(SweepConfig(out=out, **cfg))
+    assert (again.trained, again.reused) == (0, 2) and cache.stat().st_mtime_ns == stamp
+    assert again.aggregate == res.aggregate
+    cache.unlink()  # a missing cache is evaluated again; the training is reused
+    third = run_sweep(SweepConfig(out=out, **cfg))
+    assert third.aggregate == res.aggregate and cache.exists()
 
 
 def test_a_config_file_gives_options_and_flags_override_it(tmp_path, capsys):
@@ -104,15 +129,21 @@ def test_the_submitit_backend_gives_the_same_numbers(swept, tmp_path):
                                            "entropy_mae_bits"])]
 
 
-def test_the_paper_table_config_is_a_valid_sweep():
+@pytest.mark.parametrize("name, n, archs, presets", [
+    ("paper_table", 30, {"llama", "lstm", "mamba", "mlp-position", "mlp-flat"}, {"paper"}),
+    ("paper_hmm", 15, {"transformer", "lstm", "mamba", "mlp-position", "mlp-flat"},
+     {"paper-hmm"}),
+    ("cpu_table", 45, {"transformer", "lstm", "mamba", "mlp-position", "mlp-flat"}, {"small"}),
+])
+def test_the_table_configs_are_valid_sweeps(name, n, archs, presets):
     from pathlib import Path
 
     from analyses.commands.sweep import read_config
     from analyses.sweep import cells
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "sweeps" / "paper_table.toml"
+    path = Path(__file__).resolve().parents[2] / "examples" / "sweeps" / f"{name}.toml"
     cfg = SweepConfig(**read_config(path))
     cfg.check()
     grid = cells(cfg)
-    assert len(grid) == 45 and {c.train.preset for c in grid} == {"paper"}
-    assert {c.arch for c in grid} == {"transformer", "lstm", "mamba", "mlp-position", "mlp-flat"}
+    assert len(grid) == n and {c.train.preset for c in grid} == presets
+    assert {c.arch for c in grid} == archs
