@@ -36,6 +36,9 @@ TRANSFORMER_PRESETS: dict[str, TransformerPreset] = {
     "paper-hmm": TransformerPreset(n_layer=9, n_head=8, d_model=256, d_ff=1024),
     # Trains to < 0.01 bits on bijection V = 20 within 10 minutes on 2 CPU cores (README table).
     "small": TransformerPreset(n_layer=2, n_head=4, d_model=64, d_ff=256),
+    # The small width at twice the depth: the HMM filter is a recursion over observations, which
+    # a transformer unrolls one step per layer (benchmarks/hmm_time_to_bits.py compares the two).
+    "small-deep": TransformerPreset(n_layer=4, n_head=4, d_model=64, d_ff=256),
     # A few-second model for tests.
     "tiny": TransformerPreset(n_layer=2, n_head=2, d_model=32, d_ff=64),
 }
