@@ -73,8 +73,11 @@ def _zeroing(handle: AblationHandle, ab: Ablation, site: Site, label: str,
         sel = x[mask]
         new = zero(sel)
         eff.rows += int(mask.sum())
-        eff.max_abs_change = max(eff.max_abs_change, float((new.float() - sel.float()).abs().max()))
-        eff.max_abs_activation = max(eff.max_abs_activation, float(sel.float().abs().max()))
+        with torch.no_grad():  # bookkeeping only: no graph, no requires_grad warning in training
+            change = float((new.float() - sel.float()).abs().max())
+            size = float(sel.float().abs().max())
+        eff.max_abs_change = max(eff.max_abs_change, change)
+        eff.max_abs_activation = max(eff.max_abs_activation, size)
         out = x.clone()
         out[mask] = new
         return out
