@@ -7,12 +7,17 @@ concurrently, one per core, each with one torch thread, so they share the machin
 equally and their times compare directly. Every ``--eval-every`` steps the held-out per-sample
 entropy MAE (Paper I, bits, 500 sequences) is logged; the report gives, per recipe, the first
 wall time at which it reached each threshold (``elapsed_s`` of the metrics log: time since the
-run started, the periodic evaluations included, as the time budget counts them), the steps made, and the final MAE on 2,000 held-out sequences at K = 20, 30 and
-50, and each recipe's time to threshold as a ratio to the baseline's. Writes
-runs/bench/hmm_time_to_bits.json.
+run started, the periodic evaluations included, as the time budget counts them), the steps
+made, the final MAE on 2,000 held-out sequences at K = 20, 30 and 50, and each recipe's time to
+threshold as a ratio to the baseline's. Writes runs/bench/hmm_time_to_bits[-CANDIDATES].json.
 
     python benchmarks/hmm_time_to_bits.py                  # 15 minutes (2 cores)
     python benchmarks/hmm_time_to_bits.py --minutes 2      # a quick look
+    python benchmarks/hmm_time_to_bits.py --candidates llama-rope/small-deep
+
+Candidates (``--candidates``, each run beside the baseline): ``transformer/small-deep`` (the
+default: the baseline at twice the depth, for the filter's recursion), ``llama/small``,
+``llama-rope/small-deep``.
 """
 
 from __future__ import annotations
@@ -23,10 +28,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-RECIPES = {
-    "transformer/small": {"arch": "transformer", "preset": "small"},  # the baseline
-    "llama-rope/small-deep": {"arch": "llama-rope", "preset": "small-deep"},
-}
+BASELINE = "transformer/small"
+RECIPES = {name: dict(zip(("arch", "preset"), name.split("/"), strict=True))
+           for name in (BASELINE, "transformer/small-deep", "llama/small",
+                        "llama-rope/small-deep")}
 THRESHOLDS = (0.05, 0.02, 0.01)
 
 
@@ -64,12 +69,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=15.0)
     ap.add_argument("--eval-every", type=int, default=250)
+    ap.add_argument("--candidates", default="transformer/small-deep",
+                    help=f"comma-separated, from {', '.join(list(RECIPES)[1:])}")
     a = ap.parse_args()
+    names = [BASELINE, *a.candidates.split(",")]
+    bad = [n for n in names if n not in RECIPES]
+    if bad:
+        ap.error(f"unknown recipe(s) {', '.join(bad)}; choose from {', '.join(RECIPES)}")
     root = tempfile.mkdtemp(prefix="hmm-bench-")
     try:
-        with mp.get_context("spawn").Pool(len(RECIPES)) as pool:
+        with mp.get_context("spawn").Pool(len(names)) as pool:
             rows = pool.starmap(run_recipe, [(n, a.minutes, a.eval_every, root)
-                                             for n in RECIPES])
+                                             for n in names])
     finally:
         shutil.rmtree(root, ignore_errors=True)
     base = rows[0]["seconds_to_bits"]
@@ -81,7 +92,9 @@ def main() -> None:
         fin = ", ".join(f"{k} {v:.4f}" for k, v in r["final_mae_bits"].items())
         print(f"{r['recipe']:<24} {r['params']:>8,} params {r['steps']:>6} steps: {hits}; "
               f"final MAE {fin}", flush=True)
-    write_json(Path("runs/bench/hmm_time_to_bits.json"),
+    tag = "" if names[1:] == ["transformer/small-deep"] else "-" + "-".join(
+        n.replace("/", "_") for n in names[1:])
+    write_json(Path(f"runs/bench/hmm_time_to_bits{tag}.json"),
                {"manifest": run_manifest(), "minutes": a.minutes, "threads_per_recipe": 1,
                 "thresholds_bits": THRESHOLDS, "results": rows})
 
