@@ -35,6 +35,7 @@ def build_parser() -> Parser:
         capture,
         compare,
         demo,
+        dynamics,
         frame_precision,
         geometry,
         layer_geometry,
@@ -49,7 +50,7 @@ def build_parser() -> Parser:
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     parent = parent_parser()
     for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep,
-                    layer_geometry, ablate, frame_precision):
+                    layer_geometry, ablate, frame_precision, dynamics):
         command.register(sub, parent)
     return p
 

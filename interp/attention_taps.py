@@ -109,14 +109,17 @@ def _taps_kernel(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor
                           f"{None if attention_mask is None else attention_mask.dtype}")
     B, H, T, _ = query.shape
     Tk = key.shape[-2]
-    mask = attention_mask[:, :, :, :Tk]
+    # float32's lowest value still zeroes masked entries, and keeps a float32 softmax (Llama's
+    # kernels take it in float32 whatever the dtype) of a float64 model's fully masked pad rows
+    # finite; -1.8e308 would become -inf there and the pad rows NaN.
+    mask = attention_mask[:, :, :, :Tk].clamp(min=torch.finfo(torch.float32).min)
     probe = torch.zeros((B, H, T, Tk), dtype=query.dtype, device=query.device,
                         requires_grad=True)
     out, weights = eager(module, query, key, value, mask + probe, **kw)
     scaling = kw.get("scaling")
     session.kept[layer] = {
         "q": query, "k": key, "v": value, "pattern": weights, "z": out,
-        "probe": probe, "allowed": mask > torch.finfo(mask.dtype).min / 2,
+        "probe": probe, "allowed": mask > torch.finfo(torch.float32).min / 2,
         "scaling": float(query.shape[-1] ** -0.5 if scaling is None else scaling),
     }
     return out, weights
@@ -207,8 +210,7 @@ def attention_gradients(
             raise InterpError(f"loss_fn must return a scalar, got shape {tuple(loss.shape)}")
         if not bool(torch.isfinite(loss)):
             raise NonFiniteActivationError(
-                f"the loss is {float(loss)}; with a float64 Llama-family model, left padding "
-                "makes HF's float32 softmax return NaN on pad rows: give equal-length prompts")
+                f"the loss is {float(loss.detach())}: a NaN or inf arose in the forward pass")
         missing = [L for L in wanted if L not in session.kept]
         if missing:
             raise InterpError(f"layers {missing} ran no attention in this forward")

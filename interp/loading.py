@@ -50,7 +50,8 @@ from interp.model_files import (
 )
 from records import FileFault
 
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16,
+DTYPES = {"float64": torch.float64, "fp64": torch.float64,
+          "float32": torch.float32, "fp32": torch.float32, "float16": torch.float16,
           "fp16": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
 #: what transformers says when use_safetensors=True meets a Hub repo without safetensors
 _NO_SAFETENSORS = "cannot be loaded with `safetensors`"
@@ -82,12 +83,12 @@ def load(
 ) -> InterpModel:
     """Load a causal LM for capture and interventions.
 
-    ``dtype``: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"`` or ``None`` (checkpoint
-    default); ``device`` or ``device_map`` (e.g. ``"auto"``, to spread a model over devices,
-    needs ``accelerate``); ``revision``: Hub branch/tag/commit; ``backend``: ``"hf"`` (forward
-    hooks) or ``"transformer_lens"`` (``TransformerBridge``); ``allow_pickle``: also load
-    pickle ``*.bin`` weights (through ``torch.load(weights_only=True)``) where a model has no
-    safetensors.
+    ``dtype``: ``"float64"``, ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"`` or
+    ``None`` (checkpoint default); ``device`` or ``device_map`` (e.g. ``"auto"``, to spread a
+    model over devices, needs ``accelerate``); ``revision``: Hub branch/tag/commit;
+    ``backend``: ``"hf"`` (forward hooks) or ``"transformer_lens"`` (``TransformerBridge``);
+    ``allow_pickle``: also load pickle ``*.bin`` weights (through
+    ``torch.load(weights_only=True)``) where a model has no safetensors.
     """
     dev = check_device(device) if device is not None else None
     if device_map is not None:

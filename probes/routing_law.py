@@ -11,6 +11,7 @@ sees them, s_ij = c · q_iᵀk_j (+ mask) the scores with scaling c (1/√d_k by
 * value update   ∂L/∂v_j = Σ_i α_ij u_i                    (Δv_j = −η Σ_i α_ij u_i)
 * queries, keys  ∂L/∂q_i = c Σ_j ∂L/∂s_ij k_j,  ∂L/∂k_j = c Σ_i ∂L/∂s_ij q_i
 * feedback       after v ← v − η ∂L/∂v at fixed u: Δb_ij = −η Σ_i' α_i'j u_iᵀu_i'
+  (one head; the self term −η α_jj ‖u_j‖² ≤ 0 raises the advantage of a self-attending query)
 
 Shapes: α, b, score gradients [N, H, T, Tk]; u, q [N, H, T, dh]; v, k [N, Hkv, Tk, dh].
 Under grouped-query attention query head h reads kv head ``kv_of_query[h]``; gradients of
@@ -77,10 +78,12 @@ def key_gradient(score_grad: np.ndarray, q: np.ndarray, scaling: float,
     return _group_sum(scaling * np.swapaxes(score_grad, -1, -2) @ q, kv_of_query, n_kv)
 
 
-def feedback_change(alpha: np.ndarray, u: np.ndarray, eta: float) -> np.ndarray:
-    """Δb_ij = −η Σ_i' α_i'j u_iᵀu_i' [N, H, T, Tk]: the change of the compatibilities after a
-    value step v ← v − η ∂L/∂v at fixed u (one head, no kv sharing: per query head)."""
-    return -eta * (u @ np.swapaxes(u, -1, -2)) @ alpha
+def feedback_change(alpha: np.ndarray, u: np.ndarray, eta: float, kv_of_query: Sequence[int],
+                    n_kv: int) -> np.ndarray:
+    """Δb_ij [N, H, T, Tk]: the change of the compatibilities after the value step
+    v ← v − η ∂L/∂v at fixed u. For one head Δb_ij = −η Σ_i' α_i'j u_iᵀu_i'; under GQA the
+    step is the kv group's summed gradient."""
+    return compatibilities(u, -eta * value_gradient(alpha, u, kv_of_query, n_kv), kv_of_query)
 
 
 def relative_error(pred: np.ndarray, ref: np.ndarray, axis: int = 1) -> np.ndarray:

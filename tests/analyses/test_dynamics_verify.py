@@ -1,0 +1,52 @@
+"""``bayesgeom dynamics verify``: every identity of spec §2.2 within tolerance on a tiny GQA
+Llama and a wind tunnel, its controls far outside, outputs written, bad input refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analyses.cli import main
+from analyses.dynamics_verify import CONTROLS, IDENTITIES, VerifyConfig, VerifyError, run_verify
+from records import read_json, read_table
+
+
+def test_tiny_gqa_llama_in_float64_passes_every_identity(text_models, tmp_path):
+    res = run_verify(VerifyConfig(model=str(text_models["llama"]), dtype="float64",
+                                  out=tmp_path / "v", progress=False))
+    assert res.n_heads > res.n_kv_heads and res.loss_kind == "next-token"
+    checks = {c.identity: c for c in res.checks}
+    assert set(checks) == {*IDENTITIES, *CONTROLS}
+    assert res.all_passed and all(checks[k].max_error <= 1e-6 for k in IDENTITIES)
+    # the deliberately wrong laws are far off on the same tensors: the check has power
+    assert all(checks[k].max_error > 1e-2 for k in CONTROLS)
+    gaps = list(res.value_step.values())  # epsilons 0.1, 0.01, 0.001
+    assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-2
+    table = read_table(tmp_path / "v" / "table.parquet")
+    assert set(table["identity"]) == {*IDENTITIES, *CONTROLS}
+    for f in ("summary.json", "manifest.json", "report.html", "value_step.parquet"):
+        assert (tmp_path / "v" / f).is_file()
+
+
+def test_wind_tunnel_uses_its_task_loss_and_the_cli_prints_json(windtunnel_run, tmp_path,
+                                                                capsys):
+    code = main(["dynamics", "verify", "--model", str(windtunnel_run), "--out",
+                 str(tmp_path / "w"), "--layers", "-1", "--n-sequences", "4", "--json",
+                 "--no-progress"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["loss_kind"] == "task" and out["layers"] == [1] and out["all_passed"]
+    assert read_json(tmp_path / "w" / "summary.json")["n_prompts"] == 4
+
+
+def test_bad_settings_are_refused(windtunnel_run, text_models, tmp_path):
+    with pytest.raises(VerifyError, match="drop --prompts"):
+        run_verify(VerifyConfig(model=str(windtunnel_run), prompts=("x y",),
+                                out=tmp_path / "a", progress=False))
+    with pytest.raises(VerifyError, match="no wind-tunnel task"):
+        run_verify(VerifyConfig(model=str(text_models["llama"]), loss="task",
+                                out=tmp_path / "b", progress=False))
+    with pytest.raises(VerifyError, match="epsilons"):
+        run_verify(VerifyConfig(model=str(text_models["llama"]), epsilons=(2.0,),
+                                out=tmp_path / "c", progress=False))
