@@ -118,3 +118,23 @@ def test_deep_variant_runs_on_a_short_sequence():
     assert 0.0 <= test["accuracy"] <= 1.0 and 0.0 < test["entropy"] <= math.log(8) + 1e-9
     again = train_deep(42, 2, length=40)
     assert np.array_equal(again[0], losses) and again[1] == test
+
+
+def test_deep_cells_join_the_summary_and_report(tmp_path, monkeypatch):
+    import analyses.em_vs_sgd as mod
+
+    short = mod.train_deep
+    monkeypatch.setattr(mod, "train_deep",  # a 40-state sequence keeps the test fast
+                        lambda seed, steps, bar=None: short(seed, steps, bar, length=40))
+    cfg = EmVsSgdConfig(out=tmp_path / "deep", seeds=2, steps=1, deep=True, deep_steps=2,
+                        deep_seeds=1, progress=False)
+    assert cfg.deep_seed_list() == [42]
+    r = run_em_vs_sgd(cfg)
+    assert [c.seed for c in r.deep_cells] == [42] and r.deep is not None
+    assert r.deep_n_params == 201_992 and r.deep_steps == 2
+    assert r.deep.gap_loss_mean == pytest.approx(r.deep_cells[0].final_loss - r.floor_nats)
+    curves = pd.read_parquet(cfg.out / "table.parquet")
+    assert (curves["protocol"] == "deep_adamw").sum() == 3
+    assert "deep_adamw" in format_summary(r)
+    with pytest.raises(EmVsSgdError, match="deep_seeds"):
+        EmVsSgdConfig(seeds=1, deep_seeds=2).check()
