@@ -55,7 +55,7 @@ from analyses.em_vs_sgd_report import (
     ProtocolSummary,
     write_report,
 )
-from analyses.options import out_option, progress_option, restart_option
+from analyses.options import progress_option, restart_option
 from analyses.out_dirs import claim
 from probes.multiple_testing import holm
 from records import (
@@ -85,16 +85,19 @@ class EmVsSgdError(UsageError):
 class EmVsSgdConfig:
     """One run (module doc)."""
 
-    out: Path = out_option("runs/em-vs-sgd", "output directory")
+    out: Path = option(Path("runs/em-vs-sgd"), "output directory", required=True,
+                       identity=False, metavar="DIR")
     seeds: int = option(5, "the first N of the authors' seeds 42,2024,1337,7777,9999", min=1,
-                        max=len(sc.SEEDS))
-    steps: int = option(1000, "full-batch training steps per protocol", min=1)
+                        max=len(sc.SEEDS), metavar="N")
+    steps: int = option(1000, "full-batch training steps per protocol", min=1, metavar="N")
     eta: float = option(30.0, "step size η of the closed-form M-step (ours; chosen by a pilot)",
-                        above=0)
+                        above=0, metavar="ETA")
     deep: bool = option(False, "also run the deep variant (4 blocks, AdamW, held-out test)")
-    deep_steps: int = option(2000, "AdamW steps of the deep variant (cosine over them)", min=1)
+    deep_steps: int = option(2000, "AdamW steps of the deep variant (cosine over them)", min=1,
+                             metavar="N")
     deep_seeds: int = option(0, "the deep variant on the first N of the seeds (0: all of "
-                             "--seeds); it costs about 2.5 s a step on one CPU core", min=0)
+                             "--seeds); it costs about 2.5 s a step on one CPU core", min=0,
+                             metavar="N")
     progress: bool = progress_option()
     restart: bool = restart_option()
 
