@@ -35,6 +35,7 @@ def build_parser() -> Parser:
         capture,
         compare,
         demo,
+        detect,
         dynamics,
         frame_precision,
         geometry,
@@ -50,7 +51,7 @@ def build_parser() -> Parser:
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     parent = parent_parser()
     for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep,
-                    layer_geometry, ablate, frame_precision, dynamics):
+                    layer_geometry, ablate, frame_precision, dynamics, detect):
         command.register(sub, parent)
     return p
 
