@@ -95,6 +95,11 @@ def test_tiny_run_writes_reuses_and_repeats(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["protocols"]) == {"sgd", "authors_split", "em_closed_form"}
     assert summary["protocols"]["sgd"]["p_vs_sgd"] is None  # NaN: no test against itself
+    assert summary["protocols"]["sgd"]["reached_own"] == 0  # not paired with itself
+    for c in r.cells:
+        if c.protocol != "sgd" and np.isfinite(c.steps_to_own_sgd):
+            own = curves[(curves.protocol == c.protocol) & (curves.seed == c.seed)]["loss"]
+            assert own.iloc[int(c.steps_to_own_sgd)] < first["sgd", c.seed]
     html = (out / "report.html").read_text()
     assert "authors&#x27; learning-rate split" in html and "closed-form M-step" in html
     text = format_summary(r)
