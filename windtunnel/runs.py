@@ -204,8 +204,10 @@ def load_run(path: str | Path) -> LoadedRun:
 
 
 def log_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The training log (``metrics.parquet``, a checkpoint's ``log.csv``) from its rows."""
-    return pd.DataFrame(rows, columns=list(LOG_COLUMNS))
+    """The training log (``metrics.parquet``, a checkpoint's ``log.csv``) from its rows: the
+    standard columns, then any others (a training monitor's) in order of first appearance."""
+    extra = dict.fromkeys(k for r in rows for k in r if k not in LOG_COLUMNS)
+    return pd.DataFrame(rows, columns=[*LOG_COLUMNS, *extra])
 
 
 def write_finished(out: Path, model: PreTrainedModel, task: TokenTask, arch: str, preset: str,

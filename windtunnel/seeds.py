@@ -42,6 +42,8 @@ class Purpose(StrEnum):
     POSTERIOR_PROMPTS = "posterior_prompts"
     #: sequences shown by ``bayesgeom windtunnel sample``
     INSPECT = "inspect"
+    #: the fixed held-out batch a training monitor reads (index 0; training never draws it)
+    MONITOR = "monitor"
 
 
 #: exclusive upper bounds that keep the seed to four 32-bit words and the index to one

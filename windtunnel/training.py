@@ -23,10 +23,9 @@ refused before anything is allocated, so the API and the command line give the s
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,115 +34,29 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from records import (
-    RunDir,
-    check_options,
-    json_safe,
-    option,
-    run_manifest,
-    run_settings,
-)
-from windtunnel.architectures import ARCHS, build_model, check_batch_memory, n_params
+from records import RunDir, run_manifest
+from windtunnel.architectures import build_model, n_params
 from windtunnel.checkpoint import (
     latest_checkpoint_dir,
     load_checkpoint,
     save_checkpoint,
     save_dense,
 )
-from windtunnel.evaluate import EVAL_BATCH, NonFiniteError, evaluate
+from windtunnel.evaluate import NonFiniteError, evaluate
 from windtunnel.metrics import CalibrationReport
 from windtunnel.progress import TrainingBar
 from windtunnel.runs import EXPERIMENT, log_frame, read_finished, write_finished
 from windtunnel.seeds import Purpose, stream
-from windtunnel.task import TaskConfigError, TokenTask, make_token_task
-from windtunnel.transformer import TRANSFORMER_PRESETS, get_preset
+from windtunnel.task import TokenTask
+from windtunnel.train_config import TrainConfig, TrainingMonitor, check_hooks, lr_at
+
+__all__ = ["DivergenceError", "TrainConfig", "TrainResult", "TrainingMonitor", "lr_at",
+           "make_optimizer", "task_loss", "train"]
 
 
 class DivergenceError(NonFiniteError):
     """The training loss became NaN or infinite (a fault, exit status 1; a
     ``FloatingPointError`` too). The message names the step and says to lower ``--lr``."""
-
-
-@dataclass
-class TrainConfig:
-    """Everything that determines a training run (the CLI and notebooks both build this)."""
-
-    task: str = option("bijection", "the wind tunnel to train on")
-    task_params: dict[str, Any] = option(None, "task parameters (the task's own options)",
-                                         factory=dict, cli=False)
-    arch: str = option("transformer", "model architecture", choices=tuple(ARCHS))
-    preset: str = option("small", "model size", choices=tuple(TRANSFORMER_PRESETS))
-    steps: int = option(10_000, "optimiser steps", min=1)
-    seed: int = option(0, "seed of the initialisation and of every batch (< 2**64)", min=0)
-    batch_size: int = option(128, "sequences per step (a fresh hypothesis each)", min=1)
-    lr: float = option(3e-3, "peak learning rate", above=0)
-    min_lr_ratio: float = option(0.01, "final learning rate / peak", min=0.0, max=1.0,
-                                 cli=False)
-    warmup_steps: int = option(300, "linear warm-up steps", min=0)
-    weight_decay: float = option(0.01, "AdamW weight decay on matrices", min=0.0)
-    betas: tuple[float, float] = option((0.9, 0.98), "AdamW betas (each in [0, 1))", min=0.0,
-                                        cli=False)
-    grad_clip: float = option(1.0, "gradient-norm clipping (the largest gradient norm)",
-                              above=0)
-    eval_every: int = option(1000, "held-out evaluation every N steps", min=1)
-    eval_size: int = option(1000, "held-out sequences per evaluation", min=1)
-    final_eval_size: int = option(2000, "held-out sequences of the final evaluation", min=1,
-                                  cli=False)
-    log_every: int = option(50, "training-loss log interval (steps)", min=1, cli=False)
-    ckpt_every: int = option(1000, "checkpoint every N steps", min=1)
-    dense_ckpt_until: int = option(0, "also keep model-only checkpoints every "
-                                      "--dense-ckpt-every steps until here", min=0)
-    dense_ckpt_every: int = option(100, "interval of the dense early checkpoints", min=1)
-    #: Stop after this much training wall time (a final checkpoint is written). The cosine decay
-    #: then follows elapsed time, so the run still ends at the floor learning rate. Time-budgeted
-    #: runs are not bit-reproducible (where they stop depends on the machine).
-    max_minutes: float | None = option(None, "stop (with a final checkpoint) after this much "
-                                             "training wall time", above=0)
-    #: Where the model trains. Not part of the run's identity: a run moved between devices
-    #: resumes, though its numbers then differ in the last bits (kernels differ).
-    device: str | None = option(None, "torch device, e.g. cuda:0 (default: cpu)",
-                                identity=False)
-    #: Names what :func:`train`'s ``prepare`` hook does (``"zero_attn_top1"``): part of the run's
-    #: identity; empty (no hook) it is left out of the settings, so older runs keep theirs.
-    intervention: str = option("", "training-time intervention (needs prepare=)", cli=False)
-
-    def validate(self) -> TokenTask:
-        """The task, after checking every option (its declared type and range), the task's
-        parameters and that a batch fits in memory; else a one-line ``TaskConfigError``."""
-        check_options(self, TaskConfigError)
-        if self.seed >= 2**64:  # torch.manual_seed's limit
-            raise TaskConfigError(f"seed must be < 2**64, got {self.seed}")
-        if not all(b < 1 for b in self.betas):
-            raise TaskConfigError(f"betas must each be < 1, got {self.betas}")
-        if not isinstance(self.task_params, dict):
-            raise TaskConfigError(f"task_params must be a dict, got {self.task_params!r}")
-        get_preset(self.preset)
-        task = make_token_task(self.task, **self.task_params)
-        eval_batch = min(EVAL_BATCH, max(self.eval_size, self.final_eval_size))
-        check_batch_memory(task, self.arch, self.preset, self.batch_size, eval_batch)
-        return task
-
-    def settings(self, task: TokenTask) -> dict[str, Any]:
-        """What determines the run's results: every identity field (all but ``device``), with
-        ``task_params`` the task's full parameters (defaults spelled out), so equal runs have
-        equal settings."""
-        d = run_settings(self)  # every identity option (not the device)
-        d = {k: v for k, v in d.items() if k != "intervention" or v}
-        d["task_params"] = {k: v for k, v in task.config().items() if k != "task"}
-        return json_safe(d)
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["betas"] = list(self.betas)
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> TrainConfig:
-        names = {f.name for f in fields(cls)}
-        d = {k: v for k, v in d.items() if k in names}
-        if "betas" in d:
-            d["betas"] = tuple(d["betas"])
-        return cls(**d)
 
 
 @dataclass
@@ -155,23 +68,6 @@ class TrainResult:
     report: CalibrationReport | None
     log: pd.DataFrame
     params: int
-
-
-def lr_at(cfg: TrainConfig, step: int, time_frac: float | None = None) -> float:
-    """Linear warm-up to ``lr``, then cosine decay to ``lr * min_lr_ratio``.
-
-    The decay runs over ``steps``, or over the wall-time budget when ``time_frac`` (elapsed
-    fraction of ``max_minutes``) is given, so a time-budgeted run also ends at the floor.
-    """
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    span = max(1, cfg.steps - cfg.warmup_steps)
-    prog = min(1.0, (step - cfg.warmup_steps) / span)
-    if time_frac is not None:
-        prog = max(prog, min(1.0, time_frac))
-    return cfg.lr * (
-        cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * prog))
-    )
 
 
 def task_loss(model: PreTrainedModel, task: TokenTask, batch) -> torch.Tensor:
@@ -206,6 +102,7 @@ def train(
     on_step: Callable[[int], None] | None = None,
     restart: bool = False,
     prepare: Callable[[PreTrainedModel], object] | None = None,
+    monitor: TrainingMonitor | None = None,
 ) -> TrainResult:
     """Train (or resume, or return the finished) run described by ``cfg`` in ``out``.
 
@@ -220,25 +117,30 @@ def train(
     step; the hooks it registers (an ablation, say) stay on for every step and evaluation, the
     final ``eval.json`` included, and are not saved with the weights. It needs
     ``cfg.intervention`` naming it and vice versa (either alone: a ``TaskConfigError``).
+
+    ``monitor`` (a :class:`~windtunnel.train_config.TrainingMonitor`) is started after
+    ``prepare`` and called after the optimiser step of every ``cfg.monitor_every``-th step; its
+    columns join that step's row of the metrics log (checkpointed with it, so a resumed run
+    keeps them), and it writes its own outputs into ``out`` before the run is marked done. It
+    needs ``cfg.monitor_every > 0`` and vice versa, and ``cfg.ckpt_every`` a multiple of it.
     """
-    if bool(cfg.intervention) != (prepare is not None):
-        raise TaskConfigError(
-            f"intervention {cfg.intervention!r} needs train(prepare=...) to apply it"
-            if cfg.intervention else "train(prepare=...) needs cfg.intervention naming what "
-            "it does (it becomes part of the run's identity)")
     task = cfg.validate()
+    check_hooks(cfg, prepare, monitor)
+    if monitor is not None:
+        monitor.check(cfg)
     out = Path(out)
     settings = cfg.settings(task)
     with RunDir(out, EXPERIMENT, settings, restart=restart,
                 record={"config": settings, "task": task.config()}) as rd:
         if rd.done:
             return _finished(out, rd.previous or {})
-        return _train(cfg, task, rd, progress, on_step, prepare)
+        return _train(cfg, task, rd, progress, on_step, prepare, monitor)
 
 
 def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
            on_step: Callable[[int], None] | None,
-           prepare: Callable[[PreTrainedModel], object] | None = None) -> TrainResult:
+           prepare: Callable[[PreTrainedModel], object] | None = None,
+           monitor: TrainingMonitor | None = None) -> TrainResult:
     out = rd.out
     ckroot = out / "checkpoints"
     device = torch.device(cfg.device or "cpu")
@@ -255,6 +157,8 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
         run_loss, run_n = float(c.state["run_loss"]), int(c.state["run_n"])
     if prepare is not None:
         prepare(model)  # its hooks stay on the modules for the whole run
+    if monitor is not None:
+        monitor.start(model, task, cfg.seed, step)
     manifest = run_manifest(seed=cfg.seed, dtype="float32", params=n_params(model))
     rd.update(manifest=manifest, params=n_params(model),
               resumed_from_step=step if ck is not None else None)
@@ -315,6 +219,9 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
                 }
             )
             bar.postfix(mae_bits=f"{rep.entropy_mae_bits:.4f}")
+        if monitor is not None and step % cfg.monitor_every == 0:
+            row = row or {"step": step, "elapsed_s": time.perf_counter() - t0}
+            row.update(monitor(model, step))
         if row is not None:
             log_rows.append(row)
         if (
@@ -338,6 +245,8 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
     model.eval()
     report = evaluate(model, task, cfg.final_eval_size, cfg.seed, progress=progress)
     log = write_finished(out, model, task, cfg.arch, cfg.preset, cfg.seed, step, report, log_rows)
+    if monitor is not None:
+        monitor.finish(out, log)
     rd.finish(stop_reason=stop, steps_done=step, wall_s=wall)
     return TrainResult(out, step, stop, wall, report, log, n_params(model))
 

@@ -4,7 +4,9 @@ Task options (``--V``, ``--K``, ``--ks`` ...) come from the task registry
 (:data:`windtunnel.TASKS`), so a new task needs no edit here; an option given for a task that
 does not have it is refused. ``train`` validates through the same :meth:`TrainConfig.validate`
 as the Python API (one line, the same message); ``--restart`` replaces a finished run with
-other settings or starts the same one over.
+other settings or starts the same one over. ``train --monitor-every N`` runs the Paper II
+training-dynamics monitor (:mod:`analyses.dynamics_monitor`) every N steps: its columns join
+``metrics.parquet`` and it writes ``dynamics.csv`` and ``dynamics.html`` into the run folder.
 """
 
 from __future__ import annotations
@@ -112,8 +114,13 @@ def train(ns: argparse.Namespace) -> int:
         from interp import check_device
 
         check_device(cfg.device)  # one line naming the devices this machine has
+    monitor = None
+    if cfg.monitor_every:
+        from analyses.dynamics_monitor import DynamicsMonitor
+
+        monitor = DynamicsMonitor()  # writes dynamics.csv and dynamics.html into --out
     res = run_training(cfg, ns.out, progress=not ns.no_progress,
-                       restart=getattr(ns, "restart", False))
+                       restart=getattr(ns, "restart", False), monitor=monitor)
     r = res.report
     assert r is not None
     if ns.json:
