@@ -123,6 +123,11 @@ def _pm(m: float, s: float, nd: int = 4) -> str:
     return _n(m, nd) if not np.isfinite(s) else f"{_n(m, nd)} ± {_n(s, nd)}"
 
 
+def _mean_sd(v: list[float]) -> tuple[float, float]:
+    a = np.asarray(v, dtype=float)
+    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else float("nan")
+
+
 def _x(v: float) -> str:
     return "n/a" if not np.isfinite(v) else f"{v:.2f}x"
 
@@ -163,6 +168,10 @@ def format_summary(r: EmVsSgdResult) -> str:
                      f"{_pm(s.gap_loss_mean, s.gap_loss_sd)}  entropy−H_min "
                      f"{_pm(s.gap_entropy_mean, s.gap_entropy_sd)}")
         if s.protocol == "deep_adamw":
+            lines.append(f"  (test sequence: seed + 10000, dropout off; {r.deep_n_params:,} "
+                         f"params, 64 of them an unused token table; {r.deep_steps} AdamW "
+                         "steps, cosine over them; train loss "
+                         f"{_pm(*_mean_sd([c.train_loss for c in r.deep_cells]))})")
             continue
         test = ("" if not np.isfinite(s.p_vs_sgd) else
                 f"; paired t vs SGD {s.t_vs_sgd:.2f}, p {s.p_vs_sgd:.3g} (Holm {s.p_holm:.3g})")
