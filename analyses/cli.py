@@ -43,6 +43,7 @@ def build_parser() -> Parser:
         steer,
         sula,
         sweep,
+        verify,
         windtunnel,
     )
 
@@ -51,7 +52,8 @@ def build_parser() -> Parser:
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     parent = parent_parser()
     for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep,
-                    layer_geometry, ablate, frame_precision, dynamics, detect):
+                    layer_geometry, ablate, frame_precision, dynamics, detect,
+                    verify):
         command.register(sub, parent)
     return p
 

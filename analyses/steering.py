@@ -77,7 +77,7 @@ from analyses.steering_stats import (
     effects_table,
     parametric_reliable,
 )
-from analyses.sula_prompts import pick_labels, sula_prompts
+from analyses.sula_prompts import model_posterior_prompts
 from interp.sites import VECTOR_KINDS
 from probes import AxisProvenance, fit_entropy_axis, prompt_set_hash
 from records import (
@@ -162,21 +162,12 @@ class SteerConfig:
 def posterior_prompts(cfg: SteerConfig, model: interp.InterpModel) -> PosteriorPrompts:
     """The experiment's prompts: SULA (main condition) for a text model, the model's own task
     for a wind tunnel."""
-    if model.task is not None:
-        name = model.task.name
-        if cfg.task not in (None, name):
-            raise SteerError(f"this wind-tunnel model was trained on {name!r}; it cannot run "
-                             f"task {cfg.task!r} (use --task {name} or leave it out)")
-        try:
-            return model.task.posterior_prompts(cfg.n_prompts, cfg.seed)
-        except TaskConfigError as e:
-            raise SteerError(str(e)) from e
-    if cfg.task not in (None, "sula"):
-        raise SteerError(f"task {cfg.task!r} needs a wind-tunnel model trained on it; text "
-                         "models run the in-context task 'sula'")
-    lab, rem, ids = pick_labels(model.tokenizer, cfg.labels)
-    return sula_prompts("main", ks=KS, n_per_k=cfg.n_per_k, alpha=ALPHA, seed=cfg.sula_seed,
-                        labels=lab, remap_labels=rem, ids=ids)
+    try:
+        return model_posterior_prompts(model, task=cfg.task, n_prompts=cfg.n_prompts,
+                                       seed=cfg.seed, labels=cfg.labels, n_per_k=cfg.n_per_k,
+                                       sula_seed=cfg.sula_seed, ks=KS, alpha=ALPHA)
+    except TaskConfigError as e:
+        raise SteerError(str(e)) from e
 
 
 #: the direct path needs logits = unembed(final_norm(final residual)) to this relative error
