@@ -7,6 +7,8 @@ import argparse
 
 from analyses.dynamics_verify import VerifyConfig, run_verify
 from analyses.dynamics_verify_report import format_summary
+from analyses.em_vs_sgd import EmVsSgdConfig, run_em_vs_sgd
+from analyses.em_vs_sgd_report import format_summary as em_summary
 from analyses.options import Parser
 
 from .output import register_experiment
@@ -19,3 +21,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
                         "the routing law, value update and Q/K gradients of every attention "
                         "head, predicted and compared with autograd", VerifyConfig, run_verify,
                         format_summary)
+    register_experiment(dsub, parent, "em-vs-sgd",
+                        "the sticky Markov chain: SGD, the authors' learning-rate split and an "
+                        "EM-like closed-form M-step, over seeds, with paired tests",
+                        EmVsSgdConfig, run_em_vs_sgd, em_summary)
