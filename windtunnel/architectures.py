@@ -166,10 +166,17 @@ ARCHS: dict[str, Callable[[TokenTask, str], PreTrainedModel]] = {
     "llama": lambda task, preset: build_llama(task, get_preset(preset), "learned"),
     "llama-rope": lambda task, preset: build_llama(task, get_preset(preset), "rope"),
     "llama-nope": lambda task, preset: build_llama(task, get_preset(preset), "nope"),
+    # additive priors on the scores (windtunnel.position_priors): ALiBi's fixed slopes, BAM's
+    # learned per-layer prior (starts as NoPE), BAM with SSMax
+    "llama-alibi": lambda task, preset: build_llama(task, get_preset(preset), "alibi"),
+    "llama-bam": lambda task, preset: build_llama(task, get_preset(preset), "bam"),
+    "llama-bam-ssmax": lambda task, preset: build_llama(task, get_preset(preset), "bam",
+                                                        ssmax=True),
 }
 
 #: the archs with attention (their patterns cost memory: :func:`attention_bytes`)
-ATTENTION_ARCHS = ("transformer", "llama", "llama-rope", "llama-nope")
+ATTENTION_ARCHS = ("transformer", "llama", "llama-rope", "llama-nope", "llama-alibi",
+                   "llama-bam", "llama-bam-ssmax")
 
 
 def attention_bytes(arch: str, preset: str, n: int, seq_len: int, layers: int | None = None,

@@ -15,8 +15,17 @@ choice of positional scheme, ``config.position_scheme``:
 * ``"nope"`` (arch ``llama-nope``): no positional signal at all except the causal mask (the
   identity rotary, no table).
 
-Further schemes (ALiBi, BAM: issue 14) are meant to be added as more values of
-``position_scheme``; they are not implemented.
+* ``"alibi"`` (arch ``llama-alibi``): ALiBi's fixed bias −m_h (i − j) on the scores, slopes
+  m_h = 2^(−8h/H) (:mod:`windtunnel.position_priors`), the identity rotary, no table.
+* ``"bam"`` (arch ``llama-bam``): BAM's learned generalised-Gaussian prior
+  −exp(θα_h) (|i − j − μ_h| + ε)^θβ_h on the scores, θα = θβ = 0 at initialisation (so it starts
+  as NoPE, bit for bit at the same seed), one prior per layer (``bam_shared``: one for all;
+  ``bam_learn_mu``: a learned location), the identity rotary, no table.
+
+``ssmax`` (arch ``llama-bam-ssmax`` for BAM; any scheme) multiplies the scores and bias by a
+learned per-head σ_h × log(number of visible keys). The priors and SSMax live in
+:class:`windtunnel.position_priors.PriorAttention`, which replaces HF's attention module only
+where they are used (so ``learned``/``rope``/``nope`` models are HF's stock modules).
 
 P, the positions the config covers (``max_position_embeddings``, the table's rows), is
 ``task.max_seq_len + 1`` by default: the authors count the full sequence, whose last token is
@@ -32,9 +41,12 @@ vocabulary V, P positions (``"learned"`` only), head tied to the token embedding
 
     L * (4 d^2 + 2 d f + f + d + 2 d) + V d + [P d] + d
 
-For the ``paper`` preset (6 x 6 x 192, f 768) on bijection V = 20 (V 40, P 38):
-6 * 443,712 + 7,680 + 7,296 + 192 = 2,677,440, the spec's count; ``"rope"`` and ``"nope"``
-have 38 * 192 = 7,296 fewer (2,670,144).
+plus, with H heads, 2 H per layer for BAM's θα, θβ (2 H in all with ``bam_shared``; 3 H with
+``bam_learn_mu``) and H per layer for SSMax's σ; ALiBi adds none. For the ``paper`` preset
+(6 x 6 x 192, f 768) on bijection V = 20 (V 40, P 38): 6 * 443,712 + 7,680 + 7,296 + 192 =
+2,677,440, the spec's count; ``"rope"``, ``"nope"`` and ``"alibi"`` have 38 * 192 = 7,296
+fewer (2,670,144), ``"bam"`` 72 more than those (2,670,216), ``"bam"`` with SSMax 108 more
+(2,670,252).
 
 The config (``model_type`` ``bayesgeom_llama``) is registered with ``AutoConfig`` /
 ``AutoModelForCausalLM`` when this module is imported (``windtunnel.architectures`` imports it),
@@ -51,26 +63,37 @@ import torch
 from huggingface_hub.dataclasses import strict
 from torch import nn
 from transformers import ArceeConfig, ArceeForCausalLM, AutoConfig, AutoModelForCausalLM
+from transformers import initialization as init
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
+from windtunnel.position_priors import PRIOR_SCHEMES, PositionPrior, PriorAttention
 from windtunnel.task import TaskConfigError, TokenTask
 from windtunnel.transformer import TransformerPreset
 
-#: positional schemes: a learned absolute table, rotary, or none (the causal mask alone)
-POSITION_SCHEMES = ("learned", "rope", "nope")
+#: positional schemes: a learned absolute table, rotary, none (the causal mask alone), or an
+#: additive prior on the scores (ALiBi, BAM)
+POSITION_SCHEMES = ("learned", "rope", "nope", *PRIOR_SCHEMES)
 
 
 @strict
 class WindTunnelLlamaConfig(ArceeConfig):
-    """``ArceeConfig`` plus ``position_scheme`` (one of :data:`POSITION_SCHEMES`)."""
+    """``ArceeConfig`` plus ``position_scheme`` (one of :data:`POSITION_SCHEMES`), BAM's
+    ``bam_shared`` (one prior for all layers) and ``bam_learn_mu`` (a learned location), and
+    ``ssmax`` (SSMax scaling of the scores, any scheme)."""
 
     model_type = "bayesgeom_llama"
     position_scheme: str = "learned"
+    bam_shared: bool = False
+    bam_learn_mu: bool = False
+    ssmax: bool = False
 
     def validate_position_scheme(self) -> None:
         if self.position_scheme not in POSITION_SCHEMES:
             raise ValueError(f"unknown position_scheme {self.position_scheme!r}; "
                              f"available: {', '.join(POSITION_SCHEMES)}")
+        if (self.bam_shared or self.bam_learn_mu) and self.position_scheme != "bam":
+            raise ValueError(f"bam_shared and bam_learn_mu are BAM options, not for "
+                             f"position_scheme {self.position_scheme!r}")
 
 
 class IdentityRotary(nn.Module):
@@ -100,8 +123,31 @@ class WindTunnelLlama(ArceeForCausalLM):
         if scheme == "learned":
             self.model.wpe = nn.Embedding(config.max_position_embeddings, config.hidden_size)
             nn.init.normal_(self.model.wpe.weight, std=config.initializer_range)
-        if scheme in ("learned", "nope"):
+        if scheme != "rope":
             self.model.rotary_emb = IdentityRotary(config.head_dim)
+        if scheme in PRIOR_SCHEMES or config.ssmax:
+            self._install_priors(config)
+
+    def _install_priors(self, config: WindTunnelLlamaConfig) -> None:
+        """Swap each layer's attention for a :class:`PriorAttention` (same projections)."""
+        H, bam = config.num_attention_heads, config.position_scheme == "bam"
+        shared = PositionPrior(H, config.bam_learn_mu) if bam and config.bam_shared else None
+        if shared is not None:
+            self.model.position_prior = shared
+        for layer in self.model.layers:
+            own = PositionPrior(H, config.bam_learn_mu) if bam and shared is None else None
+            attn = PriorAttention(layer.self_attn, config.position_scheme, own, config.ssmax)
+            if shared is not None:
+                attn.share_prior(shared)
+            layer.self_attn = attn
+
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, PositionPrior):
+            for t in (module.theta_alpha, module.theta_beta, module.theta_mu):
+                init.zeros_(t)
+        if isinstance(module, PriorAttention) and module.ssmax_scale is not None:
+            init.ones_(module.ssmax_scale)
 
     def get_correct_attn_implementation(self, requested_attention: str | None,
                                         is_init_check: bool = False) -> str:
@@ -156,12 +202,18 @@ class WindTunnelLlama(ArceeForCausalLM):
 
 
 def llama_config(task: TokenTask, preset: TransformerPreset, position_scheme: str = "learned",
-                 n_positions: int | None = None) -> WindTunnelLlamaConfig:
+                 n_positions: int | None = None, *, ssmax: bool = False,
+                 bam_shared: bool = False, bam_learn_mu: bool = False,
+                 ) -> WindTunnelLlamaConfig:
     """The config for ``task`` at ``preset`` size; ``n_positions`` (default
-    ``task.max_seq_len + 1``, the authors' count) sizes the position table."""
+    ``task.max_seq_len + 1``, the authors' count) sizes the position table; ``ssmax``,
+    ``bam_shared``, ``bam_learn_mu`` as in :class:`WindTunnelLlamaConfig`."""
     if position_scheme not in POSITION_SCHEMES:
         raise TaskConfigError(f"unknown position scheme {position_scheme!r}; "
                               f"available: {', '.join(POSITION_SCHEMES)}")
+    if (bam_shared or bam_learn_mu) and position_scheme != "bam":
+        raise TaskConfigError(f"bam_shared and bam_learn_mu are BAM options; position scheme "
+                              f"{position_scheme!r} has no BAM prior")
     if preset.d_model % preset.n_head:
         raise TaskConfigError(
             f"d_model {preset.d_model} is not divisible by n_head {preset.n_head}")
@@ -190,13 +242,17 @@ def llama_config(task: TokenTask, preset: TransformerPreset, position_scheme: st
         bos_token_id=None,
         eos_token_id=None,
         position_scheme=position_scheme,
+        bam_shared=bam_shared,
+        bam_learn_mu=bam_learn_mu,
+        ssmax=ssmax,
         bayesgeom_preset=asdict(preset),
     )
 
 
 def build_llama(task: TokenTask, preset: TransformerPreset, position_scheme: str = "learned",
-                n_positions: int | None = None) -> WindTunnelLlama:
-    """A freshly initialised Llama-style wind-tunnel transformer.
+                n_positions: int | None = None, **options: bool) -> WindTunnelLlama:
+    """A freshly initialised Llama-style wind-tunnel transformer; ``options`` are
+    :func:`llama_config`'s ``ssmax``, ``bam_shared``, ``bam_learn_mu``.
 
     Example:
         >>> from windtunnel import make_task
@@ -210,19 +266,28 @@ def build_llama(task: TokenTask, preset: TransformerPreset, position_scheme: str
         >>> m(task.sample(2, 0).input_ids).logits.shape
         torch.Size([2, 37, 40])
     """
-    model = WindTunnelLlama(llama_config(task, preset, position_scheme, n_positions))
+    model = WindTunnelLlama(llama_config(task, preset, position_scheme, n_positions, **options))
     model.set_attn_implementation("eager")
     return model
 
 
 def llama_params(vocab_size: int, n_positions: int, preset: TransformerPreset,
-                 position_scheme: str = "learned") -> int:
+                 position_scheme: str = "learned", *, ssmax: bool = False,
+                 bam_shared: bool = False, bam_learn_mu: bool = False) -> int:
     """Parameter count of :func:`build_llama` (tied head counted once) with ``n_positions``
-    positions (``max_position_embeddings``)."""
-    d, f = preset.d_model, preset.d_ff
-    block = 4 * d * d + 2 * d * f + f + d + 2 * d
+    positions (``max_position_embeddings``).
+
+    Example:
+        >>> from windtunnel.transformer import get_preset
+        >>> llama_params(40, 38, get_preset("paper"), "bam", ssmax=True)  # 2,670,144 + 6·18
+        2670252
+    """
+    d, f, H, L = preset.d_model, preset.d_ff, preset.n_head, preset.n_layer
+    block = 4 * d * d + 2 * d * f + f + d + 2 * d + (H if ssmax else 0)
     table = n_positions * d if position_scheme == "learned" else 0
-    return preset.n_layer * block + vocab_size * d + table + d
+    per_prior = (3 if bam_learn_mu else 2) * H if position_scheme == "bam" else 0
+    priors = per_prior * (1 if bam_shared else L)
+    return L * block + vocab_size * d + table + d + priors
 
 
 AutoConfig.register(WindTunnelLlamaConfig.model_type, WindTunnelLlamaConfig)

@@ -1,5 +1,6 @@
 """The Llama-style wind-tunnel transformer: the paper's parameter count, the positional schemes
-(learned / RoPE / none), save and reload, and training through the same loop."""
+(learned / RoPE / none / ALiBi / BAM), save and reload, and training through the same loop.
+BAM's special cases, chunked evaluation and the prior readout: test_position_priors.py."""
 
 import json
 import math
@@ -31,7 +32,10 @@ from windtunnel.training import TrainConfig, train
 from windtunnel.transformer import get_preset
 
 PAPER_PARAMS = 2_677_440  # spec §1.5: the bijection production model
-LLAMA_ARCHS = {"llama": "learned", "llama-rope": "rope", "llama-nope": "nope"}
+LLAMA_ARCHS = {"llama": "learned", "llama-rope": "rope", "llama-nope": "nope",
+               "llama-alibi": "alibi", "llama-bam": "bam", "llama-bam-ssmax": "bam"}
+OPTIONS = {"llama-bam-ssmax": {"ssmax": True}}
+BASE_SCHEMES = ("learned", "rope", "nope")
 
 
 def test_paper_preset_has_the_papers_exact_count():
@@ -41,8 +45,15 @@ def test_paper_preset_has_the_papers_exact_count():
     # 6 x (4·192² + 2·192·768 + 768 + 192 + 2·192) + 40·192 + 38·192 + 192
     assert 6 * (4 * 192**2 + 2 * 192 * 768 + 768 + 192 + 2 * 192) + 78 * 192 + 192 \
         == got["llama"] == PAPER_PARAMS
-    # no position table: 38 · 192 fewer
-    assert got["llama-rope"] == got["llama-nope"] == PAPER_PARAMS - 38 * 192 == 2_670_144
+    # no position table: 38 · 192 fewer; ALiBi has no parameters
+    assert got["llama-rope"] == got["llama-nope"] == got["llama-alibi"] \
+        == PAPER_PARAMS - 38 * 192 == 2_670_144
+    # BAM: θα, θβ per head and layer (6 · 2 · 6); SSMax: σ per head and layer (6 · 6)
+    assert got["llama-bam"] == 2_670_144 + 72 and got["llama-bam-ssmax"] == 2_670_144 + 108
+    with torch.device("meta"):
+        shared = build_llama(t, get_preset("paper"), "bam", bam_shared=True, bam_learn_mu=True)
+    assert n_params(shared) == 2_670_144 + 3 * 6 == llama_params(
+        40, 38, get_preset("paper"), "bam", bam_shared=True, bam_learn_mu=True)
 
 
 @pytest.mark.parametrize(("task", "params"), [("bijection", {"V": 20}), ("hmm", {})])
@@ -53,7 +64,7 @@ def test_counts_follow_the_formula(task, params, preset):
         with torch.device("meta"):
             m = build_model(t, arch, preset)
         assert n_params(m) == llama_params(t.vocab_size, t.max_seq_len + 1, get_preset(preset),
-                                           scheme)
+                                           scheme, **OPTIONS.get(arch, {}))
         assert m.config.position_scheme == scheme and m.config._attn_implementation == "eager"
 
 
@@ -73,7 +84,7 @@ def test_paper_hmm_preset_is_the_spec_hmm_model_and_baselines_match_it():
 
 def _same_weights(t, preset="tiny"):
     """The three schemes with one set of shared weights (the table zeroed for 'learned')."""
-    models = {s: build_llama(t, get_preset(preset), s).eval() for s in LLAMA_ARCHS.values()}
+    models = {s: build_llama(t, get_preset(preset), s).eval() for s in BASE_SCHEMES}
     shared = {k: v for k, v in models["nope"].state_dict().items()}
     for s in ("learned", "rope"):
         missing, unexpected = models[s].load_state_dict(shared, strict=False)
@@ -124,6 +135,10 @@ def test_nope_sees_order_only_through_the_causal_mask():
 def test_left_padding_with_positions_from_the_mask_equals_unpadded(arch):
     t = make_task("bijection", V=6)
     m = build_model(t, arch, "tiny", seed=1).eval()
+    with torch.no_grad():
+        for name, p in m.named_parameters():  # a prior that is not NoPE, an SSMax that is not 1
+            if "theta" in name or "ssmax" in name:
+                p.uniform_(0.5, 1.5)
     ids = t.sample(1, 0).input_ids[:, :7]
     pad = 3
     mask = torch.cat([torch.zeros(1, pad, dtype=torch.long), torch.ones(1, 7, dtype=torch.long)],
@@ -152,10 +167,12 @@ def test_saves_and_loads_through_auto_classes_with_eager_attention(tmp_path):
 
 def test_bad_schemes_and_positions_are_refused():
     t = make_task("bijection", V=6)
-    with pytest.raises(TaskConfigError, match="unknown position scheme 'alibi'"):
-        llama_config(t, get_preset("tiny"), "alibi")
+    with pytest.raises(TaskConfigError, match="unknown position scheme 'sinusoidal'"):
+        llama_config(t, get_preset("tiny"), "sinusoidal")
     with pytest.raises(Exception, match="unknown position_scheme"):
-        WindTunnelLlamaConfig(position_scheme="bam")
+        WindTunnelLlamaConfig(position_scheme="sinusoidal")
+    with pytest.raises(Exception, match="are BAM options"):
+        WindTunnelLlamaConfig(position_scheme="alibi", bam_shared=True)
     with pytest.raises(TaskConfigError, match="positions cannot hold"):
         llama_config(t, get_preset("tiny"), n_positions=t.max_seq_len - 1)
     m = build_llama(t, get_preset("tiny"), n_positions=t.max_seq_len)
