@@ -274,7 +274,7 @@ def run_em_vs_sgd(cfg: EmVsSgdConfig) -> EmVsSgdResult:
     t0 = time.perf_counter()
     seeds = list(sc.SEEDS[: cfg.seeds])
     floor = sc.floor_nats()
-    cells = [(p, s) for p in PROTOCOLS for s in seeds] + [
+    cells = [(p, s) for s in seeds for p in PROTOCOLS] + [  # seed-major: whole seeds first
         ("deep_adamw", s) for s in cfg.deep_seed_list()]
     total = sum(cfg.deep_steps if p == "deep_adamw" else cfg.steps for p, _ in cells)
     with claim(cfg, "em-vs-sgd") as rd:
