@@ -1,0 +1,100 @@
+"""Causal forward passes over long sequences in query chunks, with Hugging Face's KV cache.
+
+:func:`chunked_logits` feeds the sequence ``chunk`` tokens at a time, each chunk attending to
+the cached keys and values of everything before it (``DynamicCache``, absolute
+``position_ids``), so a layer's attention holds [B, H, chunk, T] scores instead of
+[B, H, T, T]: memory O(chunk × T) for the attention, O(T) for the cache. The logits equal the
+unchunked forward's (to float rounding) for every position scheme of the Llama-style wind
+tunnel (learned, RoPE, NoPE, ALiBi, BAM: its priors take distances from the cache's slots)
+and for the GPT-2 wind tunnel. A model with a learned position table cannot go past it:
+:func:`position_limit` says how far it goes, and :func:`chunked_logits` refuses longer inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers import DynamicCache
+
+from windtunnel.task import TaskConfigError
+
+
+def position_limit(model: torch.nn.Module) -> int | None:
+    """How many positions ``model`` can embed (its learned table's rows); None without one
+    (RoPE, NoPE, ALiBi, BAM).
+
+    Example:
+        >>> from windtunnel import make_task
+        >>> from windtunnel.architectures import build_model
+        >>> t = make_task("bijection", V=6)
+        >>> position_limit(build_model(t, "llama", "tiny")), position_limit(
+        ...     build_model(t, "llama-bam", "tiny"))
+        (10, None)
+    """
+    cfg = getattr(model, "config", None)
+    if cfg is None:
+        return None
+    if getattr(cfg, "model_type", None) == "gpt2":
+        return int(cfg.n_positions)
+    if getattr(cfg, "position_scheme", None) == "learned":
+        return int(cfg.max_position_embeddings)
+    return None
+
+
+@torch.no_grad()
+def chunked_logits(model: torch.nn.Module, input_ids: torch.Tensor, chunk: int = 512,
+                   positions: Sequence[int] | torch.Tensor | None = None) -> torch.Tensor:
+    """Next-token logits [B, P, V] (float, on the model's device) of ``input_ids`` [B, T] at
+    ``positions`` (P of them, 0-based, any order; default all T), computed causally in chunks
+    of ``chunk`` queries with a KV cache. The model runs in eval mode, restored afterwards.
+
+    Example:
+        >>> from windtunnel import make_task
+        >>> from windtunnel.architectures import build_model
+        >>> t = make_task("bijection", V=6)
+        >>> m = build_model(t, "llama-alibi", "tiny").eval()
+        >>> ids = torch.randint(0, t.vocab_size, (2, 40))  # over 4x the task's 9 tokens
+        >>> out = chunked_logits(m, ids, chunk=16, positions=[0, 39])
+        >>> out.shape
+        torch.Size([2, 2, 12])
+        >>> bool(torch.allclose(out, m(ids).logits[:, [0, 39]], atol=1e-5))
+        True
+    """
+    if input_ids.ndim != 2:
+        raise TaskConfigError(f"chunked_logits needs input_ids [B, T], got shape "
+                              f"{tuple(input_ids.shape)}")
+    B, T = input_ids.shape
+    if chunk < 1 or T < 1:
+        raise TaskConfigError(f"chunked_logits needs chunk >= 1 and T >= 1, got chunk={chunk}, "
+                              f"T={T}")
+    limit = position_limit(model)
+    if limit is not None and limit < T:
+        raise TaskConfigError(f"this model's learned position table covers {limit} positions, "
+                              f"not {T}: use a scheme without a table (rope, nope, alibi, bam) "
+                              "or sequences of at most that length")
+    device = next(model.parameters()).device
+    pos = torch.arange(T) if positions is None else torch.as_tensor(positions, dtype=torch.long)
+    if pos.ndim != 1 or (pos.numel() and (int(pos.min()) < 0 or int(pos.max()) >= T)):
+        raise TaskConfigError(f"positions must be a list of indices in [0, {T}), got "
+                              f"{pos.tolist()}")
+    ids = input_ids.to(device)
+    out: torch.Tensor | None = None
+    cache = DynamicCache(config=model.config)
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, T, chunk):
+            stop = min(start + chunk, T)
+            position_ids = torch.arange(start, stop, device=device)[None].expand(B, -1)
+            res = model(ids[:, start:stop], past_key_values=cache, use_cache=True,
+                        position_ids=position_ids)
+            cache = res.past_key_values
+            if out is None:
+                out = res.logits.new_empty((B, pos.numel(), res.logits.shape[-1]))
+            here = ((pos >= start) & (pos < stop)).nonzero().flatten()
+            out[:, here.to(device)] = res.logits[:, (pos[here] - start).to(device)]
+    finally:
+        model.train(was_training)
+    assert out is not None  # T >= 1: one chunk ran
+    return out
