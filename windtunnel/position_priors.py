@@ -110,12 +110,6 @@ class PositionPrior(nn.Module):
         else:
             self.register_buffer("theta_mu", torch.zeros(n_heads))
 
-    def reset_parameters(self) -> None:
-        """θα = θβ = θμ = 0: the NoPE start."""
-        with torch.no_grad():
-            for t in (self.theta_alpha, self.theta_beta, self.theta_mu):
-                t.zero_()
-
     def forward(self, distance: torch.Tensor) -> torch.Tensor:
         return bam_bias(distance.to(self.theta_alpha.dtype), self.theta_alpha,
                         self.theta_beta, self.theta_mu, offset=True)

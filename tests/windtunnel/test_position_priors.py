@@ -185,6 +185,19 @@ def test_trains_saves_and_reloads_with_the_same_logits(tmp_path, arch):
         assert all(p.theta_beta.abs().max() > 0 for p in _priors(back))
 
 
+def test_a_shared_prior_is_one_prior_and_round_trips(tmp_path):
+    m = _llama("bam", bam_shared=True, bam_learn_mu=True)
+    shared = m.model.position_prior
+    assert all(p is shared for p in _priors(m)) and len(list(shared.parameters())) == 3
+    _set(shared, alpha=[0.2, -0.4], beta=[1.0, 2.0], mu=[0.3, 0.0])
+    m.save_pretrained(tmp_path)
+    back = AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    assert all(p is back.model.position_prior for p in _priors(back))
+    with torch.no_grad():
+        assert torch.equal(back(IDS).logits, m(IDS).logits)
+    np.testing.assert_allclose(read_priors(back).mu[1], 2 * np.sinh([0.3, 0.0]), rtol=1e-6)
+
+
 def test_gradient_taps_see_the_prior_and_the_routing_law_holds():
     hf = _llama("bam", sharpen=4.0).double()
     priors = _priors(hf)
