@@ -36,6 +36,7 @@ import torch
 from tqdm.auto import tqdm
 
 import interp
+from analyses.consistency_result import ConsistencyResult, HeadTracking, OutputScore
 from analyses.models import open_model
 from analyses.options import (
     batch_size_option,
@@ -95,49 +96,6 @@ class ConsistencyConfig:
 
     def check(self) -> None:
         check_options(self, ConsistencyError)
-
-
-@dataclass
-class OutputScore:
-    """One source's output against the posterior: score = 1 − mean TV; KL in bits."""
-
-    source: str
-    consistency: float
-    mean_tv: float
-    mean_kl_bits: float
-
-
-@dataclass
-class HeadTracking:
-    """One head: correlation of its hypothesis mass with the posterior, and its test."""
-
-    layer: int
-    head: int
-    r: float
-    p: float
-    p_holm: float
-    r_random_init: float
-    mean_mass: float
-    carries: bool
-
-
-@dataclass
-class ConsistencyResult:
-    """What ``summary.json`` holds."""
-
-    model: str
-    task: str
-    group_name: str
-    n_prompts: int
-    n_hypotheses: int
-    outputs: list[OutputScore]
-    heads: list[HeadTracking]
-    carriers: list[str]
-    wall_s: float = 0.0
-
-    @property
-    def consistency(self) -> float:
-        return self.outputs[0].consistency
 
 
 def prompts_for(m: interp.InterpModel, cfg: ConsistencyConfig) -> PosteriorPrompts:

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analyses.consistency import ConsistencyResult
+from analyses.consistency_result import ConsistencyResult
 from analyses.report import html_report
 
 

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 import interp
 from analyses.corpora import CorpusPaths, read_common_licenses, read_python_stdlib
+from analyses.detect_result import DetectResult, HeadFrame
 from analyses.models import open_model
 from analyses.options import (
     batch_size_option,
@@ -44,8 +45,6 @@ from records import (
     write_table,
 )
 from windtunnel.seeds import Purpose, stream
-
-CONDITIONS = ("trained", "random_init")
 
 
 class DetectError(UsageError):
@@ -70,42 +69,6 @@ class DetectConfig:
 
     def check(self) -> None:
         check_options(self, DetectError)
-
-
-@dataclass
-class HeadFrame:
-    """One head's frame (:class:`probes.key_frame.FrameScore` fields) in one condition."""
-
-    condition: str
-    layer: int
-    head: int
-    m: int
-    d: int
-    orthogonality: float
-    chance: float
-    effective_rank: float
-    utilisation: float
-
-
-@dataclass
-class DetectResult:
-    """What ``summary.json`` holds: per condition and layer the mean over heads, and the
-    heads themselves."""
-
-    model: str
-    frame: str
-    n_frame_tokens: int
-    layers: list[int]
-    n_kv_heads: int
-    d_head: int
-    heads: list[HeadFrame]
-    wall_s: float = 0.0
-
-    def layer_means(self) -> pd.DataFrame:
-        """condition, layer, mean orthogonality, chance, mean utilisation."""
-        df = pd.DataFrame([asdict(h) for h in self.heads])
-        return df.groupby(["condition", "layer"], sort=False)[
-            ["orthogonality", "chance", "utilisation"]].mean().reset_index()
 
 
 def builtin_prompts(n: int, max_chars: int = 400) -> list[str]:

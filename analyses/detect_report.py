@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analyses.detect import CONDITIONS, DetectResult
+from analyses.detect_result import CONDITIONS, DetectResult
 from analyses.report import html_report
 
 

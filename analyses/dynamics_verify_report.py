@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analyses.dynamics_verify import CONTROLS, IDENTITIES, VerifyResult
+from analyses.dynamics_verify_result import CONTROLS, IDENTITIES, VerifyResult
 from analyses.report import COLORS, html_report
 
 FLOOR = 1e-17  # exact zeros are drawn here on the log axis
