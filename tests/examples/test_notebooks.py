@@ -14,10 +14,11 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("*.ipynb"))
 
 
-def test_there_are_three_notebooks():
+def test_there_are_the_notebooks():
     assert [p.name for p in NOTEBOOKS] == ["01_load_and_probe.ipynb",
                                            "02_small_vs_large.ipynb",
-                                           "03_causal_steering.ipynb"]
+                                           "03_causal_steering.ipynb",
+                                           "04_training_dynamics.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
