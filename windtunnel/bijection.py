@@ -10,10 +10,32 @@ Layouts (vocabulary 2V: keys are tokens 0..V-1, values are V..2V-1):
 
 Without replacement the Bayes entropy at the k-th key is log2(V-k+1); with replacement a repeated
 key has a delta posterior (0 bits), giving the saw-tooth curve.
+
+**Large V.** Without noise every batch carries the posterior's closed form
+(:class:`~windtunnel.sparse_posterior.SparsePosterior`: uniform over the values not yet
+revealed, stored as the row's revealed values and a count per position, O(L) per sequence);
+the dense [B, L, V] array only for V <= :data:`~windtunnel.task.DENSE_MAX_H`.
+
+**Observation noise** (``noise`` = ε, sepvocab without replacement): each shown value token
+is, with probability ε, replaced by a uniformly random value (any of the V, the true one
+included); targets stay the true values π(k). With a = ε/V and b = 1 - ε, an observation y of a
+key whose value is v has likelihood a + b·[v = y]. Expanding the product over the n pairs shown
+before key t and counting the injections of the t + 1 distinct keys into [V] gives, for a value
+h shown m_h times,
+
+    p(π(x_t) = h | y) ∝ Σ_s e_s(m without h's group) · a^(n-s) b^s (V-1-s)!
+
+where e_s is the s-th elementary symmetric polynomial of the multiplicities of the distinct
+shown values (h unseen: all of them). It depends on h only through m_h, so it is computed once
+per multiplicity class by a dynamic programme over the values (O(V) steps of O(n) per class and
+position, O(V³) per sequence), in float64 with the sum in log space: V <= :data:`NOISY_MAX_V`.
+A prior over the hypotheses is not offered here: they are permutations, whose natural prior is
+uniform (see ``long_recall`` for priors over answers).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,9 +44,19 @@ import torch
 
 from infotheory import entropy_bits_from_probs
 from records import option
-from windtunnel.task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
+from windtunnel.sparse_posterior import SparsePosterior
+from windtunnel.task import (
+    DENSE_MAX_H,
+    TaskBatch,
+    TaskConfigError,
+    TokenTask,
+    config_dict,
+    register_task,
+)
 
 Layout = Literal["sepvocab", "paired"]
+#: the exact noisy posterior costs O(V³) per sequence: the largest V it is offered for
+NOISY_MAX_V = 128
 
 
 @dataclass(frozen=True)
@@ -40,6 +72,10 @@ class BijectionConfig:
                                       "entropy curve)")
     query_from_context: bool = option(True, "bijection, paired layout: the final query is a "
                                             "revealed key", negate="--query-anywhere")
+    noise: float = option(0.0, "observation noise: each observation (bijection: a shown value; "
+                               "long_recall: a record's key and value) is replaced by a uniformly "
+                               "random symbol with this probability, folded into the exact "
+                               "posterior", min=0.0, max=0.5)
 
 
 @register_task(BijectionConfig)
@@ -61,8 +97,18 @@ class BijectionTask(TokenTask):
             )
         if cfg.layout not in ("sepvocab", "paired"):
             raise TaskConfigError(f"unknown layout {cfg.layout!r}; use 'sepvocab' or 'paired'")
-        self.cfg = BijectionConfig(V, L, cfg.layout, bool(cfg.replacement), cfg.query_from_context)
-        self.V, self.L = V, L
+        noise = float(cfg.noise)
+        if noise > 0 and (cfg.layout != "sepvocab" or cfg.replacement):
+            raise TaskConfigError("bijection noise > 0 is defined for layout='sepvocab' without "
+                                  "replacement; drop --noise or those options")
+        if noise > 0 and V > NOISY_MAX_V:
+            raise TaskConfigError(f"bijection noise > 0 computes its exact posterior in O(V^3) "
+                                  f"per sequence; use V <= {NOISY_MAX_V} (got V={V}) or noise=0")
+        self.cfg = BijectionConfig(V, L, cfg.layout, bool(cfg.replacement), cfg.query_from_context,
+                                   noise)
+        self.V, self.L, self.noise = V, L, noise
+        #: whether batches carry the dense [B, Q, V] posterior (else only the sparse form)
+        self.dense = noise > 0 or V <= DENSE_MAX_H
 
     @property
     def vocab_size(self) -> int:
@@ -81,7 +127,17 @@ class BijectionTask(TokenTask):
         return self.L if self.cfg.layout == "sepvocab" else self.L + 1
 
     def config(self) -> dict[str, Any]:
-        return config_dict(self.name, self.cfg)
+        """The task's parameters; ``noise`` only when it is not 0, so a noiseless task has the
+        settings (and run fingerprint) it had before the option existed."""
+        d = config_dict(self.name, self.cfg)
+        if not self.noise:
+            del d["noise"]
+        return d
+
+    def posterior_bytes(self) -> int:
+        if self.dense:
+            return super().posterior_bytes()
+        return 8 * 8 * self.n_queries  # base, support, counts, deltas: O(L) per sequence
 
     def describe_tokens(self) -> dict[str, Any]:
         return {
@@ -93,12 +149,18 @@ class BijectionTask(TokenTask):
 
     def _sample(self, rng: np.random.Generator, n: int) -> TaskBatch:
         V, L = self.V, self.L
+        if not self.dense:
+            return self._sample_sparse(rng, n)
         perm = np.argsort(rng.random((n, V)), axis=1)  # π, one fresh permutation per row
         if self.cfg.replacement:
             keys = rng.integers(0, V, size=(n, L))
         else:
             keys = np.argsort(rng.random((n, V)), axis=1)[:, :L]
         vals = np.take_along_axis(perm, keys, axis=1)  # [n, L]
+        shown = vals
+        if self.noise > 0:
+            hit = rng.random((n, L)) < self.noise
+            shown = np.where(hit, rng.integers(0, V, size=(n, L)), vals)
 
         # Posterior at the k-th key: delta if the key was seen, else uniform over unrevealed values.
         seen_key = np.zeros((n, V), dtype=bool)
@@ -115,11 +177,14 @@ class BijectionTask(TokenTask):
             post[:, t] = np.where(repeat[:, None], delta, uni)
             seen_key[rows, k] = True
             revealed[rows, v] = True
+        if self.noise > 0:
+            post = noisy_posterior(shown, V, self.noise)
 
         inter = np.empty((n, 2 * L), dtype=np.int64)
         inter[:, 0::2] = keys
-        inter[:, 1::2] = V + vals
+        inter[:, 1::2] = V + shown
         key_pos = np.arange(0, 2 * L, 2)
+        q = qv = None
         if self.cfg.layout == "sepvocab":
             ids, qpos, targets, posterior = inter[:, :-1], key_pos, vals, post
         else:
@@ -144,4 +209,115 @@ class BijectionTask(TokenTask):
             targets=torch.from_numpy(np.ascontiguousarray(targets, dtype=np.int64)),
             posterior=torch.from_numpy(posterior),
             entropy_bits=torch.from_numpy(entropy_bits_from_probs(posterior)),
+            sparse=None if self.noise > 0 else elimination_sparse(keys, vals, V, q, qv),
         )
+
+    def _sample_sparse(self, rng: np.random.Generator, n: int) -> TaskBatch:
+        """V > DENSE_MAX_H: draw only the L keys and their values (O(n·L) memory, no
+        permutation of [V]) and return the closed-form posterior alone."""
+        V, L = self.V, self.L
+        keys = np.empty((n, L), dtype=np.int64)
+        vals = np.empty((n, L), dtype=np.int64)
+        q = np.empty(n, dtype=np.int64)
+        qv = np.empty(n, dtype=np.int64)
+        for i in range(n):  # π restricted to the keys shown: a uniform injection into [V]
+            keys[i] = (rng.integers(0, V, size=L) if self.cfg.replacement
+                       else rng.choice(V, size=L, replace=False))
+            q[i] = (keys[i, rng.integers(0, L)] if self.cfg.query_from_context
+                    else rng.integers(0, V))
+            uk, inv = np.unique(np.append(keys[i], q[i]), return_inverse=True)
+            v = rng.choice(V, size=uk.size, replace=False)[inv]
+            vals[i], qv[i] = v[:L], v[L]
+        inter = np.empty((n, 2 * L), dtype=np.int64)
+        inter[:, 0::2] = keys
+        inter[:, 1::2] = V + vals
+        key_pos = np.arange(0, 2 * L, 2)
+        if self.cfg.layout == "sepvocab":
+            ids, qpos, targets = inter[:, :-1], key_pos, vals
+            sp = elimination_sparse(keys, vals, V)
+        else:
+            ids = np.concatenate([inter, q[:, None]], axis=1)
+            qpos = np.concatenate([key_pos, [2 * L]])
+            targets = np.concatenate([vals, qv[:, None]], axis=1)
+            sp = elimination_sparse(keys, vals, V, q, qv)
+        return TaskBatch(
+            input_ids=torch.from_numpy(np.ascontiguousarray(ids)),
+            query_pos=torch.from_numpy(np.asarray(qpos, dtype=np.int64)),
+            targets=torch.from_numpy(np.ascontiguousarray(targets, dtype=np.int64)),
+            posterior=None, entropy_bits=sp.entropy_bits(), sparse=sp)
+
+
+def elimination_sparse(keys: np.ndarray, vals: np.ndarray, V: int, q: np.ndarray | None = None,
+                       qv: np.ndarray | None = None) -> SparsePosterior:
+    """The noiseless bijection posterior in closed form: at key t, a delta on its value if the
+    key was shown before, else uniform over the V values not yet revealed. ``keys``, ``vals``
+    [n, L] int; with the paired layout's final query ``q`` [n] (value ``qv``), one more
+    position. Memory O(n·L).
+
+    Example:
+        >>> sp = elimination_sparse(np.array([[0, 2, 0]]), np.array([[1, 0, 1]]), V=3)
+        >>> sp.to_dense()[0].numpy().round(3).tolist()  # key 0 shown again at t = 2
+        [[0.333, 0.333, 0.333], [0.5, 0.0, 0.5], [0.0, 1.0, 0.0]]
+    """
+    n, L = keys.shape
+    order = np.argsort(keys, axis=1, kind="stable")
+    sk = np.take_along_axis(keys, order, axis=1)
+    rep_sorted = np.zeros((n, L), dtype=bool)
+    rep_sorted[:, 1:] = sk[:, 1:] == sk[:, :-1]
+    repeat = np.empty_like(rep_sorted)
+    np.put_along_axis(repeat, order, rep_sorted, axis=1)
+    support = np.where(repeat, -1, vals).astype(np.int64)
+    distinct = np.concatenate([np.zeros((n, 1), dtype=np.int64),
+                               np.cumsum(~repeat, axis=1)], axis=1)  # [n, L+1]
+    n_sup = np.tile(np.arange(L), (n, 1))
+    base = V / np.maximum(V - distinct[:, :L], 1)  # 0 left only where a delta overrides
+    delta = np.where(repeat, vals, -1)
+    if q is not None and qv is not None:
+        seen = (keys == q[:, None]).any(axis=1)
+        n_sup = np.concatenate([n_sup, np.full((n, 1), L)], axis=1)
+        base = np.concatenate([base, (V / np.maximum(V - distinct[:, L:], 1))], axis=1)
+        delta = np.concatenate([delta, np.where(seen, qv, -1)[:, None]], axis=1)
+    base = np.where(delta >= 0, 0.0, base)
+    return SparsePosterior(
+        base=torch.from_numpy(np.ascontiguousarray(base, dtype=np.float64)),
+        support=torch.from_numpy(support), n_hypotheses=V,
+        n_support=torch.from_numpy(np.ascontiguousarray(n_sup, dtype=np.int64)),
+        delta=torch.from_numpy(np.ascontiguousarray(delta)) if (delta >= 0).any() else None)
+
+
+def noisy_posterior(shown: np.ndarray, V: int, noise: float) -> np.ndarray:
+    """Exact p(π(x_t) = h | shown values before t) [n, L, V] float64 for keys drawn without
+    replacement, each shown value replaced by a uniform one with probability ``noise`` > 0
+    (the formula in the module docstring). ``shown`` [n, L] int.
+
+    Example:
+        >>> p = noisy_posterior(np.array([[0, 0]]), V=3, noise=0.3)
+        >>> [round(float(x), 4) for x in p[0, 1]]   # value 0 shown, likely taken
+        [0.1, 0.45, 0.45]
+    """
+    n, L = shown.shape
+    la, lb = math.log(noise / V), math.log1p(-noise)
+    post = np.empty((n, L, V))
+    counts = np.zeros((n, V), dtype=np.int64)
+    rows = np.arange(n)
+    for t in range(L):
+        kmax = int(counts.max())
+        # variant 0: every shown value; variant k: one value shown k times left out
+        items = np.repeat(counts[:, None, :], kmax + 1, axis=1)
+        for k in range(1, kmax + 1):
+            has = counts == k
+            ok = has.any(axis=1)
+            items[rows[ok], k, has.argmax(axis=1)[ok]] = 0
+        e = np.zeros((n, kmax + 1, t + 1))
+        e[..., 0] = 1.0
+        for u in np.flatnonzero(items.any(axis=(0, 1))):
+            e[..., 1:] = e[..., 1:] + items[:, :, u : u + 1] * e[..., :-1]
+        s = np.arange(t + 1)
+        logc = (t - s) * la + s * lb + np.array([math.lgamma(V - x) for x in s])
+        with np.errstate(divide="ignore"):
+            logw = np.logaddexp.reduce(np.log(e) + logc, axis=-1)  # [n, kmax + 1]
+        lw = np.take_along_axis(logw, counts, axis=1)  # each value's class
+        w = np.exp(lw - lw.max(axis=1, keepdims=True))
+        post[:, t] = w / w.sum(axis=1, keepdims=True)
+        counts[rows, shown[:, t]] += 1
+    return post

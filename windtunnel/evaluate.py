@@ -67,7 +67,7 @@ def evaluate(
         if not torch.isfinite(logp).all():
             raise NonFiniteError(f"the model produced NaN or infinite logits on evaluation "
                                  f"batch {i}; its weights are damaged or it diverged")
-        acc.add(calibration_stats(logp, b.posterior, b.targets))
+        acc.add(calibration_stats(logp, b.oracle, b.targets))
         if logit_lens and out.hidden_states is not None:
             norm, head = final_norm_and_head(model)
             hs = block_outputs(model, out.hidden_states)
@@ -76,7 +76,7 @@ def evaluate(
                     layer_accs.append(Accumulator())
                 z = out.logits if li == len(hs) - 1 else head(norm(h))
                 lp = slice_log_probs(z[:, b.query_pos], task.hyp_slice)
-                layer_accs[li].add(calibration_stats(lp, b.posterior, b.targets))
+                layer_accs[li].add(calibration_stats(lp, b.oracle, b.targets))
         done += b.n
         i += 1
         bar.update(b.n)
@@ -96,4 +96,4 @@ def bayes_accuracy(task: TokenTask, n: int = 2000, seed: int = 0) -> float:
     """Expected accuracy of the Bayes predictor (mean max posterior) — the accuracy ceiling —
     on ``n`` sequences of the evaluation stream ``(seed, EVAL, 0)``."""
     b = task.sample(n, stream(seed, Purpose.EVAL, 0))
-    return float(np.asarray(b.posterior.max(-1).values.mean()))
+    return float(np.asarray(b.bayes_max().mean()))

@@ -16,6 +16,10 @@ posterior oracle is float64. Conventions:
   the posterior is uniform over the unrevealed values, so only positions with one value left
   are untied: none at the default L = V − 1 (map_agreement is NaN there), the last key when
   L = V, the paired layout's query, repeated keys with replacement.
+
+Every statistic is also computed from a sparse posterior
+(:class:`~windtunnel.sparse_posterior.SparsePosterior`, large hypothesis spaces) in closed form,
+without a float64 [B, Q, H] posterior: :func:`calibration_stats` takes either form.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from infotheory import (
     kl_bits_from_logprobs,
     tvd,
 )
+from windtunnel.sparse_posterior import SparsePosterior, calibration_terms
 
 #: KL(model ‖ Bayes) floors the Bayes posterior here (eliminated values have probability 0)
 KL_CLIP = 1e-12
@@ -70,9 +75,12 @@ def unique_argmax(posterior: torch.Tensor) -> torch.Tensor:
 
 
 def calibration_stats(
-    logp: torch.Tensor, posterior: torch.Tensor, targets: torch.Tensor
+    logp: torch.Tensor, posterior: torch.Tensor | SparsePosterior, targets: torch.Tensor
 ) -> CalibrationStats:
-    """``logp`` [B,Q,H] model log-probs (fp32); ``posterior`` [B,Q,H] exact; ``targets`` [B,Q]."""
+    """``logp`` [B,Q,H] model log-probs (fp32); ``posterior`` [B,Q,H] exact, or its sparse
+    form; ``targets`` [B,Q]."""
+    if isinstance(posterior, SparsePosterior):
+        return _sparse_stats(logp, posterior, targets)
     p_b = posterior.float()
     am = logp.argmax(-1)
     agree = (am == posterior.argmax(-1)).float()
@@ -84,6 +92,23 @@ def calibration_stats(
         tvd=tvd(p_b, logp.exp()),
         correct=(am == targets).float(),
         map_agree=torch.where(unique_argmax(posterior), agree, torch.nan),
+    )
+
+
+def _sparse_stats(logp: torch.Tensor, sp: SparsePosterior,
+                  targets: torch.Tensor) -> CalibrationStats:
+    """:func:`calibration_stats` from a sparse posterior (closed forms, same conventions)."""
+    t = calibration_terms(logp, sp, KL_CLIP, TIE_RTOL)
+    am = logp.argmax(-1)
+    agree = (am == t["bayes_argmax"]).float()
+    return CalibrationStats(
+        h_model=entropy_bits_from_logprobs(logp),
+        h_bayes=t["h_bayes"].float(),
+        kl_bayes_model=t["kl_bayes_model"].float(),
+        kl_model_bayes=t["kl_model_bayes"].float(),
+        tvd=t["tvd"].float(),
+        correct=(am == targets).float(),
+        map_agree=torch.where(t["unique"], agree, torch.nan),
     )
 
 

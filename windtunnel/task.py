@@ -31,6 +31,11 @@ import torch
 from records import OptionError, UsageError, check_options
 from windtunnel.posterior_prompts import PosteriorPrompts
 from windtunnel.seeds import Purpose, stream
+from windtunnel.sparse_posterior import SparsePosterior
+
+#: tasks with a sparse posterior form carry the dense [B, Q, H] one only up to this many
+#: hypotheses (bijection V = 1,000 would need ~1 GB per 128 sequences)
+DENSE_MAX_H = 256
 
 
 class TaskConfigError(UsageError):
@@ -62,24 +67,58 @@ class TaskBatch:
 
     Shapes: ``input_ids`` [B, T] int64; ``query_pos`` [Q] int64 (shared by all sequences);
     ``targets`` [B, Q] int64, the true hypothesis as an index into the slice;
-    ``posterior`` [B, Q, H] float64, the exact Bayes posterior over the H hypotheses;
-    ``entropy_bits`` [B, Q] float64, its entropy in bits.
+    ``posterior`` [B, Q, H] float64, the exact Bayes posterior over the H hypotheses (None
+    when only ``sparse`` is given: H > :data:`DENSE_MAX_H`);
+    ``entropy_bits`` [B, Q] float64, its entropy in bits; ``sparse``, the same posterior as a
+    :class:`~windtunnel.sparse_posterior.SparsePosterior` where the task has one.
     """
 
     input_ids: torch.Tensor
     query_pos: torch.Tensor
     targets: torch.Tensor
-    posterior: torch.Tensor
+    posterior: torch.Tensor | None
     entropy_bits: torch.Tensor
+    sparse: SparsePosterior | None = None
 
     @property
     def n(self) -> int:
         return int(self.input_ids.shape[0])
 
+    @property
+    def oracle(self) -> torch.Tensor | SparsePosterior:
+        """The exact posterior in the form the metrics read: dense where held, else sparse."""
+        if self.posterior is not None:
+            return self.posterior
+        assert self.sparse is not None, "a TaskBatch needs a dense or a sparse posterior"
+        return self.sparse
+
+    def bayes_max(self) -> torch.Tensor:
+        """[B, Q] float64: the largest posterior probability (the Bayes predictor's expected
+        accuracy at each position)."""
+        if self.posterior is not None:
+            return self.posterior.max(-1).values
+        return self.oracle.top()[1]  # type: ignore[union-attr]
+
+    def dense_posterior(self) -> torch.Tensor:
+        """[B, Q, H] float64, built from the sparse form where no dense one is held (refused
+        with :class:`TaskConfigError` beyond the machine's memory)."""
+        if self.posterior is not None:
+            return self.posterior
+        sp = self.sparse
+        assert sp is not None
+        B, Q, H = sp.shape
+        need = 8 * B * Q * H
+        if need > memory_limit() // 4:
+            raise TaskConfigError(f"a dense posterior [{B}, {Q}, {H}] needs "
+                                  f"{format_bytes(need)}; read batch.sparse instead")
+        return sp.to_dense()
+
     def to(self, device: torch.device | str) -> TaskBatch:
         return TaskBatch(self.input_ids.to(device), self.query_pos.to(device),
-                         self.targets.to(device), self.posterior.to(device),
-                         self.entropy_bits.to(device))
+                         self.targets.to(device),
+                         None if self.posterior is None else self.posterior.to(device),
+                         self.entropy_bits.to(device),
+                         None if self.sparse is None else self.sparse.to(device))
 
 
 class Task(ABC):
@@ -154,8 +193,13 @@ class TokenTask(Task):
         with ``logits``, the logits a model returns over the vocabulary (float32
         [n, T, vocab], about three copies with log-softmax and gradient). Measured for
         bijection V = 200 and 400: sampling takes 3.2x the posterior."""
-        post = 3 * 8 * self.n_queries * self.n_hypotheses
+        post = self.posterior_bytes()
         return n * (post + (3 * 4 * self.seq_len * self.vocab_size if logits else 0))
+
+    def posterior_bytes(self) -> int:
+        """Peak bytes per sequence of building its exact posteriors (dense: about three
+        float64 copies of [Q, H]; tasks with a sparse form say less)."""
+        return 3 * 8 * self.n_queries * self.n_hypotheses
 
     def check_memory(self, n: int, need: int, lower: str = "", logits: bool = True,
                      extra: str = "") -> None:
@@ -208,8 +252,10 @@ class TokenTask(Task):
         ends = batch.query_pos.numpy()[q] + 1
         ids = batch.input_ids.numpy()
         rows = np.arange(n)
+        post = (batch.posterior.numpy()[rows, q] if batch.posterior is not None
+                else batch.oracle.select(rows, q))  # type: ignore[union-attr]
         return QueryCuts([ids[i, : ends[i]].tolist() for i in range(n)], q,
-                         batch.posterior.numpy()[rows, q], batch.entropy_bits.numpy()[rows, q])
+                         post, batch.entropy_bits.numpy()[rows, q])
 
     def posterior_prompts(self, n: int, seed: int) -> PosteriorPrompts:
         """``n`` prompts cut at a query (:meth:`cut_at_queries` on the stream purpose
