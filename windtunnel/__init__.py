@@ -1,8 +1,8 @@
 """Wind tunnels: tasks with exact Bayes posteriors, small models, training, calibration.
 
-Tasks share one contract (:mod:`windtunnel.task`): token tasks (bijection, hmm, assoc_recall)
-for training small models, and the text task SULA for pretrained LLMs. :func:`load_run` opens a
-trained run with its task attached. Errors are :mod:`records` one-liners:
+Tasks share one contract (:mod:`windtunnel.task`): token tasks (bijection, hmm, assoc_recall,
+long_recall) for training small models, and the text task SULA for pretrained LLMs.
+:func:`load_run` opens a trained run with its task attached. Errors are :mod:`records` one-liners:
 :class:`TaskConfigError` and :class:`RunDirError` are usage errors (exit status 2),
 :class:`CheckpointError` a damaged or altered file (exit status 1).
 """
@@ -11,6 +11,7 @@ from windtunnel.assoc_recall import AssocRecallConfig, AssocRecallTask
 from windtunnel.bijection import BijectionConfig, BijectionTask
 from windtunnel.checkpoint import CheckpointError
 from windtunnel.hmm import HMMConfig, HMMTask
+from windtunnel.long_recall import LongRecallConfig, LongRecallTask
 from windtunnel.posterior_prompts import PosteriorPrompts, PromptSetError
 from windtunnel.runs import LoadedRun, NotARunError, RunDirError, is_windtunnel_dir, load_run
 from windtunnel.sula import SulaError, SulaTask, SulaTaskConfig
@@ -36,6 +37,8 @@ __all__ = [
     "HMMConfig",
     "HMMTask",
     "LoadedRun",
+    "LongRecallConfig",
+    "LongRecallTask",
     "NotARunError",
     "PosteriorPrompts",
     "PromptSetError",

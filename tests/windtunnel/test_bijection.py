@@ -95,6 +95,6 @@ def test_bad_task_parameters(params, msg):
 
 
 def test_unknown_task():
-    with pytest.raises(TaskConfigError,
-                       match="unknown task 'nope'; available: assoc_recall, bijection, hmm, sula"):
+    with pytest.raises(TaskConfigError, match="unknown task 'nope'; available: assoc_recall, "
+                                              "bijection, hmm, long_recall, sula"):
         make_task("nope")
