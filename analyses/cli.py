@@ -37,6 +37,7 @@ def build_parser() -> Parser:
         demo,
         detect,
         dynamics,
+        extrapolate,
         frame_precision,
         geometry,
         layer_geometry,
@@ -53,7 +54,7 @@ def build_parser() -> Parser:
     parent = parent_parser()
     for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep,
                     layer_geometry, ablate, frame_precision, dynamics, detect,
-                    verify):
+                    verify, extrapolate):
         command.register(sub, parent)
     return p
 

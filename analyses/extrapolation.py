@@ -1,0 +1,207 @@
+"""``bayesgeom extrapolate``: train one model per positional scheme on the long-context
+retrieval tunnel at length L, then evaluate each at L × m for every multiple m.
+
+Training: :func:`windtunnel.training.train` on ``long_recall`` (``--length`` L, ``--noise``,
+key and value vocabularies), one run per ``--archs`` entry under ``OUT/train/<arch>`` (resumed
+or reused like any run). Every run has the same task, so position tables are sized for the
+longest evaluation (``max_length`` = L × max m); the learned-absolute model's rows beyond L are
+never trained, which is what "learned absolute" extrapolation means.
+
+Evaluation, per (arch, m): ``--n-eval`` held-out sequences of L × m tokens
+(:meth:`LongRecallTask.sample_at` on the evaluation stream), read through
+:func:`windtunnel.long_eval.chunked_logits` (KV cache, ``--chunk`` queries at a time, so memory
+is O(chunk × length)), scored over the hypothesis slice against the exact posterior
+(:func:`windtunnel.metrics.calibration_stats`): accuracy, KL(p_Bayes ‖ p_model) and the
+per-sample entropy MAE, both in bits (Paper I's per-sample definition). Controls in every row:
+the Bayes accuracy (the expected accuracy of the exact posterior's argmax on the same
+sequences, mean of max_h p_Bayes: the ceiling at that length) and chance (1 / V). Each
+finished cell is a :class:`records.Parts` part.
+
+**Extrapolation ratio** (our definition): the largest m such that the accuracy at every
+multiple up to m stays within ``--tolerance`` (absolute) of the accuracy at m = 1, i.e. the
+longest length still within tolerance ÷ L. The BAM paper's claim ("accurate retrieval at 500×
+the training length", arXiv 2505.22842) is printed beside the table.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from analyses.extrapolation_result import BAM_CLAIM, ExtrapolationResult, SchemeSummary
+from analyses.options import out_option, progress_option, restart_option
+from analyses.out_dirs import claim
+from records import (
+    Parts,
+    UsageError,
+    check_options,
+    file_sha256,
+    fingerprint,
+    option,
+    run_manifest,
+    write_json,
+    write_result,
+    write_table,
+)
+from windtunnel import load_run, make_token_task
+from windtunnel.long_eval import chunked_logits
+from windtunnel.metrics import Accumulator, calibration_stats, report_from, slice_log_probs
+from windtunnel.seeds import Purpose, stream
+from windtunnel.train_config import TrainConfig
+from windtunnel.training import train
+
+SCHEMES = ("llama-bam", "llama-alibi", "llama-nope", "llama-rope", "llama")
+
+
+class ExtrapolationError(UsageError):
+    """A setting the experiment cannot run (a usage error, exit status 2)."""
+
+
+@dataclass
+class ExtrapolationConfig:
+    """One extrapolation study (module doc)."""
+
+    out: Path = out_option("runs/extrapolation", "output directory")
+    archs: tuple[str, ...] = option(SCHEMES, "architectures, one per positional scheme")
+    length: int = option(32, "training length L (tokens)", min=6)
+    multiples: tuple[int, ...] = option((1, 2, 5, 10, 50, 100, 500),
+                                        "evaluation lengths as multiples of L")
+    key_vocab: int = option(16, "long_recall keys", min=2)
+    value_vocab: int = option(16, "long_recall values (the hypotheses)", min=2)
+    noise: float = option(0.0, "long_recall observation noise", min=0.0, max=0.5)
+    preset: str = option("small", "model size")
+    steps: int = option(3000, "training steps per scheme", min=1)
+    batch_size: int = option(64, "training sequences per step", min=1)
+    n_eval: int = option(64, "held-out sequences per (scheme, length)", min=1)
+    eval_batch: int = option(8, "sequences per chunked forward", min=1, identity=False)
+    chunk: int = option(512, "queries per chunk of the long evaluation", min=1,
+                        identity=False)
+    tolerance: float = option(0.05, "accuracy drop (absolute) still counted as extrapolating",
+                              min=0.0, max=1.0)
+    seed: int = option(0, "seed of training and of the held-out sequences")
+    device: str | None = option(None, "torch device (default: cpu)", identity=False)
+    progress: bool = progress_option()
+    restart: bool = restart_option()
+
+    def check(self) -> None:
+        check_options(self, ExtrapolationError)
+        if not self.multiples or min(self.multiples) != 1:
+            raise ExtrapolationError("--multiples must include 1 (the training length)")
+        bad = [a for a in self.archs if not a.startswith(("llama", "transformer"))]
+        if bad:
+            raise ExtrapolationError(f"archs {bad} have no attention positional scheme")
+
+    def task_params(self) -> dict:
+        return {"length": self.length, "key_vocab": self.key_vocab,
+                "value_vocab": self.value_vocab, "noise": self.noise,
+                "max_length": self.length * max(self.multiples)}
+
+    def train_config(self, arch: str) -> TrainConfig:
+        every = max(1, self.steps // 5)
+        return TrainConfig(task="long_recall", task_params=self.task_params(), arch=arch,
+                           preset=self.preset, steps=self.steps, seed=self.seed,
+                           batch_size=self.batch_size, eval_every=every, eval_size=256,
+                           final_eval_size=512, ckpt_every=every, device=self.device)
+
+
+def evaluate_at(model: torch.nn.Module, task, length: int, cfg: ExtrapolationConfig,
+                ) -> dict[str, float]:
+    """One cell's numbers (module doc) at ``length`` tokens."""
+    acc, bayes_hits, n = Accumulator(), 0.0, 0
+    device = next(model.parameters()).device
+    for i in range(0, cfg.n_eval, cfg.eval_batch):
+        k = min(cfg.eval_batch, cfg.n_eval - i)
+        b = task.sample_at(length, k, stream(cfg.seed, Purpose.EVAL, 1000 + i))
+        q = b.query_pos.tolist()
+        logits = chunked_logits(model, b.input_ids.to(device), chunk=cfg.chunk, positions=q)
+        logp = slice_log_probs(logits.cpu(), task.hyp_slice)
+        acc.add(calibration_stats(logp, b.oracle, b.targets))
+        bayes_hits += float(b.bayes_max().sum())  # the Bayes predictor's expected accuracy
+        n += b.targets.numel()
+    rep = report_from(acc)
+    return {"accuracy": rep.accuracy, "kl_bits": rep.kl_bits,
+            "entropy_mae_bits": rep.entropy_mae_bits,
+            "bayes_entropy_bits": rep.mean_bayes_entropy_bits,
+            "bayes_accuracy": bayes_hits / n, "chance": 1.0 / task.n_hypotheses}
+
+
+def extrapolation_ratio(accuracy: dict[int, float], tolerance: float) -> int:
+    """The largest m whose accuracy, and every smaller multiple's, is within ``tolerance`` of
+    the accuracy at m = 1 (module doc)."""
+    base, best = accuracy[1], 1
+    for m in sorted(accuracy):
+        if accuracy[m] < base - tolerance:
+            break
+        best = m
+    return best
+
+
+def run_extrapolation(cfg: ExtrapolationConfig) -> ExtrapolationResult:
+    """Train, evaluate and write table.parquet, summary.json, manifest.json, report.html."""
+    cfg.check()
+    t0 = time.perf_counter()
+    task = make_token_task("long_recall", **cfg.task_params())
+    out = Path(cfg.out)
+    with claim(cfg, "extrapolation") as rd:
+        rows, parts = [], Parts(out / "cells")
+        bar = tqdm(total=len(cfg.archs) * (1 + len(cfg.multiples)), desc="extrapolation",
+                   disable=not cfg.progress)
+        for arch in cfg.archs:
+            bar.set_postfix_str(f"train {arch}")
+            tr = train(cfg.train_config(arch), out / "train" / arch, progress=False)
+            bar.update()
+            run = load_run(tr.out)
+            model = run.model.to(cfg.device or "cpu").eval()
+            digest = file_sha256(tr.out / "model" / "model.safetensors")
+            for m in cfg.multiples:
+                bar.set_postfix_str(f"{arch} × {m}")
+                fp = fingerprint(arch, m, cfg.length * m, cfg.n_eval, cfg.seed, digest)
+                got = parts.get(f"{arch}-x{m}", fp)
+                if got is None:
+                    with torch.inference_mode():
+                        cell = evaluate_at(model, task, cfg.length * m, cfg)
+                    parts.put(f"{arch}-x{m}", fp, cell=cell)
+                else:
+                    cell = got["cell"]
+                rows.append({"arch": arch, "multiple": m, "length": cfg.length * m, **cell})
+                bar.update()
+        bar.close()
+        table = pd.DataFrame(rows)
+        res = _summarise(cfg, table, time.perf_counter() - t0)
+        _write(cfg, res, table)
+        rd.finish()
+    return res
+
+
+def _summarise(cfg: ExtrapolationConfig, table: pd.DataFrame, wall: float,
+               ) -> ExtrapolationResult:
+    schemes = []
+    for arch, g in table.groupby("arch", sort=False):
+        accs = dict(zip(g["multiple"].astype(int), g["accuracy"], strict=True))
+        schemes.append(SchemeSummary(
+            arch=str(arch), accuracy_at_1=float(accs[1]),
+            accuracy_at_max=float(accs[max(accs)]),
+            ratio=extrapolation_ratio(accs, cfg.tolerance)))
+    return ExtrapolationResult(
+        length=cfg.length, multiples=list(cfg.multiples), tolerance=cfg.tolerance,
+        noise=cfg.noise, steps=cfg.steps, preset=cfg.preset, n_eval=cfg.n_eval,
+        schemes=schemes, bam_claim=BAM_CLAIM, wall_s=round(wall, 1))
+
+
+def _write(cfg: ExtrapolationConfig, res: ExtrapolationResult, table: pd.DataFrame) -> None:
+    from analyses.extrapolation_report import write_report
+
+    out = Path(cfg.out)
+    manifest = run_manifest(seed=cfg.seed, dtype="float32",
+                            extrapolation={k: str(v) if isinstance(v, Path) else v
+                                           for k, v in asdict(cfg).items()})
+    write_table(out / "table.parquet", table)
+    write_table(out / "table.csv", table)
+    write_result(out / "summary.json", res)
+    write_json(out / "manifest.json", manifest)
+    write_report(out / "report.html", res, table, manifest)
