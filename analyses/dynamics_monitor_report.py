@@ -12,7 +12,10 @@ heads, are accumulated into path-length fractions Σ_{≤t} change / Σ_all chan
 (:func:`probes.update_alignment.path_length_fraction`); a curve's settle step is the first
 monitor step at which it reaches :data:`LEVEL` (90 %). "The frame settles before the values"
 in a layer iff its attention settle step is earlier than its value settle step. The row with
-layer empty pools all layers (mean over layers and heads).
+layer ``all`` pools all layers (mean over layers and heads). The learning rate's own
+path-length fraction (Σ lr over the intervals, from the log's ``lr`` at each monitor step, i.e.
+the rate of the interval's last step times its length) is the reference: a part that only
+moves as fast as the schedule lets it settles where the schedule does.
 
 This module never imports the monitor (the monitor imports its names from here).
 """
@@ -57,10 +60,13 @@ def tidy_log(log: pd.DataFrame) -> pd.DataFrame:
     if not dyn:
         return pd.DataFrame(columns=list(TIDY_COLUMNS))
     at = log[log[dyn].notna().any(axis=1)]
-    for c in dyn:
+    for c in [*dyn, *(["lr"] if "lr" in log.columns else [])]:
         m = _COLUMN.match(c)
-        layer, head, metric = ((int(m[1]), int(m[2]), m[3]) if m else (None, None, c[len(PREFIX):]))
+        layer, head, metric = ((int(m[1]), int(m[2]), m[3]) if m else
+                               (None, None, c.removeprefix(PREFIX)))
         for step, v in zip(at["step"], at[c], strict=True):
+            if c == "lr" and pd.isna(v):
+                continue
             rows.append({"step": int(step), "layer": layer, "head": head, "metric": metric,
                          "value": float(v)})
     out = pd.DataFrame(rows, columns=list(TIDY_COLUMNS))
@@ -87,14 +93,27 @@ def settle_steps(tidy: pd.DataFrame, level: float = LEVEL) -> pd.DataFrame:
     """Per layer (and ``"all"``): the steps at which the attention patterns' and the values'
     path-length fractions reach ``level``, and whether the frame settles first (module doc)."""
     frame, values = layer_means(tidy, FRAME_METRIC), layer_means(tidy, VALUE_METRIC)
+    lr = _lr_path(tidy)
+    lr_step = None if lr is None else settle_step(lr.index.to_numpy(), lr.to_numpy(), level)
     rows = []
     for layer in frame.columns:
         a = settle_step(frame.index.to_numpy(), frame[layer].to_numpy(), level)
         v = settle_step(values.index.to_numpy(), values[layer].to_numpy(), level)
         rows.append({"layer": str(layer), "attention_settle_step": a, "value_settle_step": v,
+                     "lr_settle_step": lr_step,
                      "frame_first": None if a is None or v is None else bool(a < v)})
     return pd.DataFrame(rows).astype({"attention_settle_step": "Int64",
-                                      "value_settle_step": "Int64"})
+                                      "value_settle_step": "Int64", "lr_settle_step": "Int64"})
+
+
+def _lr_path(tidy: pd.DataFrame) -> pd.Series | None:
+    """Σ lr per interval (the rate at the interval's end times its length), by step; None
+    when the log had no learning rate."""
+    d = tidy[tidy["metric"] == "lr"].set_index("step")["value"].sort_index()
+    if d.empty:
+        return None
+    steps = d.index.to_numpy()
+    return d * np.diff(steps, prepend=0)
 
 
 def phase_means(tidy: pd.DataFrame, metrics: tuple[str, ...] = ("score_follow", "value_follow",
@@ -136,6 +155,11 @@ def timescale_figure(tidy: pd.DataFrame, level: float = LEVEL) -> go.Figure:
                     x=[s], y=[frac[np.flatnonzero(steps == s)[0]]], mode="markers",
                     showlegend=False, marker={"symbol": "star", "size": 13, "color": colour},
                     hovertemplate=f"{name} reaches {level:.0%} at step {s}<extra></extra>"))
+    lr = _lr_path(tidy)
+    if lr is not None:
+        fig.add_trace(go.Scatter(x=lr.index, y=path_length_fraction(lr.to_numpy()),
+                                 name="learning rate (Σ lr), the reference", mode="lines",
+                                 line={"color": "#999999", "dash": "dot"}))
     fig.add_hline(y=level, line_dash="dot", annotation_text=f"{level:.0%} of the path")
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="cumulative path-length fraction", range=[0, 1.02])
@@ -177,6 +201,10 @@ def _n(x: Any) -> str:
     return "n/a" if x is None or pd.isna(x) else f"{x:.3g}"
 
 
+def _step(x: Any) -> str:
+    return "n/a" if x is None or pd.isna(x) else f"{int(x):,}"
+
+
 def format_summary(tidy: pd.DataFrame, level: float = LEVEL) -> str:
     """Terminal view: settle steps per layer and the early/late means of the alignments."""
     if tidy.empty:
@@ -187,8 +215,10 @@ def format_summary(tidy: pd.DataFrame, level: float = LEVEL) -> str:
              f"step = {level:.0%} of the path length",
              f"{'layer':<6} {'attention':>9} {'values':>7} {'frame first':>11}"]
     for r in st.itertuples():
-        lines.append(f"{r.layer:<6} {_n(r.attention_settle_step):>9} "
-                     f"{_n(r.value_settle_step):>7} {r.frame_first!s:>11}")
+        lines.append(f"{r.layer:<6} {_step(r.attention_settle_step):>9} "
+                     f"{_step(r.value_settle_step):>7} {r.frame_first!s:>11}")
+    lr = st["lr_settle_step"].iloc[0] if len(st) else None
+    lines.append(f"learning-rate schedule reaches {level:.0%} of its path at step {_step(lr)}")
     lines.append(f"{'layer':<6} {'metric':<13} {'early':>7} {'middle':>7} {'late':>7}")
     for r in ph.itertuples():
         lines.append(f"{r.layer:<6} {r.metric:<13} {_n(r.early):>7} {_n(r.middle):>7} "
@@ -199,12 +229,20 @@ def format_summary(tidy: pd.DataFrame, level: float = LEVEL) -> str:
 def write_report(path: Path, tidy: pd.DataFrame, title: str, definitions: str,
                  manifest: dict[str, Any] | None = None) -> Path:
     """``dynamics.html``: summary, the two-timescale figure, every metric, the tables."""
+    st = settle_steps(tidy)
+    pooled = st[st["layer"] == "all"]
+    summary = "no monitor rows" if pooled.empty else (
+        f"{tidy['step'].nunique()} intervals. Pooled over layers, the attention patterns make "
+        f"{LEVEL:.0%} of their path by step {_step(pooled['attention_settle_step'].iloc[0])}, "
+        f"the values by step {_step(pooled['value_settle_step'].iloc[0])}, the learning-rate "
+        f"schedule by step {_step(pooled['lr_settle_step'].iloc[0])}; the frame settles first: "
+        f"{pooled['frame_first'].iloc[0]}.")
     return html_report(path, f"Training dynamics (Paper II monitor) — {title}", [
-        ("Summary", format_summary(tidy)),
+        ("Summary", summary),
         ("Definitions", definitions),
         ("Two timescales: how much of its total movement each part has made", timescale_figure(
             tidy)),
-        ("Settle steps", settle_steps(tidy)),
+        ("Settle steps", st),
         ("Per head against the training step", metrics_figure(tidy)),
         ("Early / middle / late thirds (mean over heads)", phase_means(tidy)),
     ], manifest)

@@ -221,6 +221,7 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
             bar.postfix(mae_bits=f"{rep.entropy_mae_bits:.4f}")
         if monitor is not None and step % cfg.monitor_every == 0:
             row = row or {"step": step, "elapsed_s": time.perf_counter() - t0}
+            row.setdefault("lr", cur_lr)  # the interval's closing rate, for the monitor's use
             row.update(monitor(model, step))
         if row is not None:
             log_rows.append(row)

@@ -75,7 +75,7 @@ def test_the_monitor_changes_nothing_of_training_and_resumes_bit_for_bit(tmp_pat
     plain = train(_cfg(), tmp_path / "plain", progress=False)
     cfg = _cfg(monitor_every=5)
     full = train(cfg, tmp_path / "full", progress=False, monitor=DynamicsMonitor(batch_size=16))
-    cols = ["step", "train_loss", "lr", "eval_entropy_mae_bits", "eval_kl_bits", "eval_tvd"]
+    cols = ["step", "train_loss", "eval_entropy_mae_bits", "eval_kl_bits", "eval_tvd"]
     pd.testing.assert_frame_equal(
         plain.log[cols], full.log[full.log["step"].isin(plain.log["step"])][cols]
         .reset_index(drop=True), check_exact=True)
@@ -100,9 +100,11 @@ def test_the_monitor_changes_nothing_of_training_and_resumes_bit_for_bit(tmp_pat
 
 def _hand_log() -> pd.DataFrame:
     """A made-up log: every layer's patterns make 90 % of their path by step 20 (changes
-    8, 1, 0.5, 0.5), the values by step 40 (changes 1, 1, 1, 7); score alignment falls."""
+    8, 1, 0.5, 0.5), the values by step 40 (changes 1, 1, 1, 7), the learning rate by step 30;
+    score alignment falls."""
     steps = [10, 20, 30, 40]
-    log = pd.DataFrame({"step": steps, "train_loss": 1.0, "dyn.loss": [2.0, 1.5, 1.2, 1.1]})
+    log = pd.DataFrame({"step": steps, "train_loss": 1.0, "dyn.loss": [2.0, 1.5, 1.2, 1.1],
+                        "lr": [0.4, 0.3, 0.2, 0.1]})
     for L in (0, 1):
         for h in (0, 1):
             log[column(L, h, "pattern_change")] = [8.0, 1.0, 0.5, 0.5]
@@ -118,6 +120,7 @@ def test_settle_steps_and_phase_means_of_a_made_up_log():
     st = settle_steps(tidy).set_index("layer")
     assert st.loc["0", "attention_settle_step"] == 20 and st.loc["all", "value_settle_step"] == 40
     assert st["frame_first"].all()
+    assert (st["lr_settle_step"] == 30).all()  # Σ lr: 4, 7, 9 of 10 by step 30
     ph = phase_means(tidy, ("score_follow",), phases=2).set_index("layer")
     assert ph.loc["1", "phase1"] == pytest.approx(0.6) and ph.loc["1", "phase2"] == 0.15
 
@@ -130,8 +133,8 @@ def test_windtunnel_train_monitor_every_writes_the_dynamics_table_and_report(tmp
     assert main(argv) == 0
     tidy = pd.read_csv(out / "dynamics.csv")
     assert list(tidy.columns) == ["step", "layer", "head", "metric", "value"]
-    assert set(tidy["metric"]) == {*HEAD_METRICS, "loss"}
-    assert len(tidy) == 4 * (2 * 2 * len(HEAD_METRICS) + 1)  # 4 intervals, 2 layers x 2 heads
+    assert set(tidy["metric"]) == {*HEAD_METRICS, "loss", "lr"}
+    assert len(tidy) == 4 * (2 * 2 * len(HEAD_METRICS) + 2)  # 4 intervals, 2 layers x 2 heads
     assert np.isfinite(tidy["value"]).all()
     html = (out / "dynamics.html").read_text()
     assert "Two timescales" in html and "score_follow" in html
