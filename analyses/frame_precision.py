@@ -192,7 +192,7 @@ class Probe:
 def make_probe(task: TokenTask, n: int, seed: int) -> Probe:
     b = task.sample(n, stream(seed, Purpose.EVAL, 0))
     qpos = b.query_pos.numpy()
-    feas, elim = content_masks(b.input_ids.numpy(), qpos, b.posterior.numpy(),
+    feas, elim = content_masks(b.input_ids.numpy(), qpos, b.dense_posterior().numpy(),
                                task.hyp_slice.start)
     return Probe(b, qpos.tolist(), feas, elim, b.entropy_bits.numpy().reshape(-1))
 

@@ -138,7 +138,7 @@ def draw_rows(task: TokenTask, cfg: LayerGeometryConfig) -> Rows:
     q = b.query_pos.numel()
     return Rows(tokens=b.input_ids, positions=tuple(int(p) for p in b.query_pos),
                 h=b.entropy_bits.double().numpy().reshape(-1),
-                labels=b.posterior.argmax(-1).numpy().reshape(-1),
+                labels=b.dense_posterior().argmax(-1).numpy().reshape(-1),
                 query=np.tile(np.arange(q), b.n))
 
 

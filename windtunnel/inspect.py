@@ -17,13 +17,14 @@ def batch_records(task: TokenTask, batch: TaskBatch, digits: int = 6) -> list[di
     """One record per sequence: tokens and, per supervised position, the posterior and entropy."""
     recs = []
     h0 = task.hyp_slice.start
+    dense = batch.dense_posterior()  # built from the sparse form for a large V
     for i in range(batch.n):
         positions = []
         for j, p in enumerate(batch.query_pos.tolist()):
             positions.append({
                 "position": p,
                 "target_token": h0 + int(batch.targets[i, j]),
-                "posterior": [round(float(x), digits) for x in batch.posterior[i, j]],
+                "posterior": [round(float(x), digits) for x in dense[i, j]],
                 "entropy_bits": round(float(batch.entropy_bits[i, j]), digits),
             })
         recs.append({"tokens": batch.input_ids[i].tolist(), "supervised": positions})
