@@ -1,0 +1,69 @@
+"""The decay fit recovers ℓ_c from data drawn from its own curve, reports a lower bound when
+nothing decays, and its bootstrap interval covers the truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from probes.decay_fit import (
+    AT_FLOOR,
+    CROSSED,
+    NOT_CROSSED,
+    bootstrap_critical_length,
+    decay_curve,
+    fit_decay,
+)
+
+ELL = np.array([16, 32, 80, 160, 320, 800, 1600])
+CHANCE = 1 / 16
+
+
+@pytest.mark.parametrize("lc,b", [(60.0, 2.0), (300.0, 4.0), (1000.0, 1.5)])
+def test_the_fit_recovers_the_curve_it_was_drawn_from(lc, b):
+    y = decay_curve(ELL, a=0.92, critical_length=lc, b=b, floor=CHANCE)
+    f = fit_decay(ELL[::-1], y[::-1], floor=CHANCE)  # any order
+    assert f.status == CROSSED
+    assert f.critical_length == pytest.approx(lc, rel=1e-3)
+    assert f.b == pytest.approx(b, rel=1e-3) and f.a == pytest.approx(0.92, rel=1e-3)
+    assert f.rmse < 1e-6 and f.max_length == 1600
+
+
+def test_no_decay_gives_the_lower_bound_not_a_number():
+    rng = np.random.default_rng(0)
+    outcomes = [rng.random(100) < 0.9 for _ in ELL]
+    res = bootstrap_critical_length(ELL, outcomes, floor=CHANCE, n_boot=50, seed=0)
+    assert res.fit.status == NOT_CROSSED
+    assert res.estimate is None and res.lower_bound == 1600
+    assert res.high is None  # the interval's upper end is beyond the measured range
+    assert "> 1600" in res.describe()
+
+
+def test_at_chance_from_the_start_has_no_critical_length():
+    res = bootstrap_critical_length(ELL, [np.zeros(10)] * ELL.size, floor=CHANCE, n_boot=5)
+    assert res.fit.status == AT_FLOOR and res.estimate is None and res.lower_bound is None
+    assert res.low is None and res.high is None
+
+
+def test_the_bootstrap_interval_covers_the_truth_and_is_seeded():
+    lc, covered = 150.0, 0
+    p = decay_curve(ELL, a=0.95, critical_length=lc, b=3.0, floor=CHANCE)
+    for trial in range(10):
+        rng = np.random.default_rng(100 + trial)
+        outcomes = [rng.random(150) < q for q in p]
+        res = bootstrap_critical_length(ELL, outcomes, floor=CHANCE, n_boot=80, seed=trial)
+        assert res.estimate is not None and res.low is not None and res.high is not None
+        assert res.low <= res.estimate <= res.high
+        covered += res.low <= lc <= res.high
+    assert covered >= 8  # nominal 95 %: 10 of 10 expected, 8 allows bootstrap slack
+    again = bootstrap_critical_length(ELL, outcomes, floor=CHANCE, n_boot=80, seed=9)
+    assert (again.low, again.high) == (res.low, res.high)
+
+
+def test_bad_inputs_are_refused():
+    with pytest.raises(ValueError, match="one shape"):
+        fit_decay([16], [0.9], floor=CHANCE)
+    with pytest.raises(ValueError, match="positive"):
+        fit_decay([0, 16], [0.9, 0.8], floor=CHANCE)
+    with pytest.raises(ValueError, match="one non-empty"):
+        bootstrap_critical_length([16, 32], [np.ones(3)], floor=CHANCE)
