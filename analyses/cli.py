@@ -41,6 +41,7 @@ def build_parser() -> Parser:
         frame_precision,
         geometry,
         layer_geometry,
+        monitor,
         steer,
         sula,
         sweep,
@@ -54,7 +55,7 @@ def build_parser() -> Parser:
     parent = parent_parser()
     for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep,
                     layer_geometry, ablate, frame_precision, dynamics, detect,
-                    verify, extrapolate):
+                    verify, extrapolate, monitor):
         command.register(sub, parent)
     return p
 
