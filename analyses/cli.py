@@ -42,6 +42,7 @@ def build_parser() -> Parser:
         geometry,
         layer_geometry,
         monitor,
+        stability,
         steer,
         sula,
         sweep,
@@ -55,7 +56,7 @@ def build_parser() -> Parser:
     parent = parent_parser()
     for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep,
                     layer_geometry, ablate, frame_precision, dynamics, detect,
-                    verify, extrapolate, monitor):
+                    verify, extrapolate, monitor, stability):
         command.register(sub, parent)
     return p
 

@@ -83,9 +83,9 @@ class DecayFit:
 def _check(lengths: object, values: object) -> tuple[np.ndarray, np.ndarray]:
     ell = np.asarray(lengths, dtype=np.float64)
     y = np.asarray(values, dtype=np.float64)
-    if ell.ndim != 1 or ell.shape != y.shape or ell.size < 2:
-        raise ValueError(f"need lengths and values of one shape [n >= 2], got {ell.shape} and "
-                         f"{y.shape}")
+    if ell.ndim != 1 or ell.shape != y.shape or ell.size < 3:
+        raise ValueError(f"need lengths and values of one shape [n >= 3] (three parameters are "
+                         f"fitted), got {ell.shape} and {y.shape}")
     if not (np.isfinite(ell).all() and (ell > 0).all() and np.isfinite(y).all()):
         raise ValueError("lengths must be positive and finite, values finite")
     order = np.argsort(ell, kind="stable")
@@ -94,7 +94,7 @@ def _check(lengths: object, values: object) -> tuple[np.ndarray, np.ndarray]:
 
 def fit_decay(lengths: object, values: object, floor: float) -> DecayFit:
     """Fit the module doc's curve to ``values`` [n] measured at ``lengths`` [n] (tokens, any
-    order, n >= 2; three or more to fit all of a, ℓ_c, b) with the floor c = ``floor`` fixed.
+    order, n >= 3: a, ℓ_c and b are fitted) with the floor c = ``floor`` fixed.
     The fit also runs when the values do not cross (its ℓ_c is then an extrapolation:
     report ``max_length`` as the lower bound instead)."""
     ell, y = _check(lengths, values)
@@ -148,7 +148,9 @@ class CriticalLength:
     def describe(self) -> str:
         """One phrase: 'ℓ_c = 150 [120, 190] tokens' or 'ℓ_c > 800 tokens'."""
         def end(v: float | None) -> str:
-            return f"> {self.fit.max_length:.0f}" if v is None else f"{v:.0f}"
+            if v is None:
+                return f"> {self.fit.max_length:.0f}"
+            return f"{v:.0f}" if v >= 10 else f"{v:.2g}"
 
         if self.fit.status == AT_FLOOR:
             return "no critical length (already at the floor at the shortest length)"

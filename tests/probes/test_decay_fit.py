@@ -62,8 +62,8 @@ def test_the_bootstrap_interval_covers_the_truth_and_is_seeded():
 
 def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="one shape"):
-        fit_decay([16], [0.9], floor=CHANCE)
+        fit_decay([16, 32], [0.9, 0.5], floor=CHANCE)
     with pytest.raises(ValueError, match="positive"):
-        fit_decay([0, 16], [0.9, 0.8], floor=CHANCE)
+        fit_decay([0, 16, 32], [0.9, 0.8, 0.7], floor=CHANCE)
     with pytest.raises(ValueError, match="one non-empty"):
-        bootstrap_critical_length([16, 32], [np.ones(3)], floor=CHANCE)
+        bootstrap_critical_length([16, 32, 64], [np.ones(3)], floor=CHANCE)

@@ -1,0 +1,78 @@
+"""``bayesgeom stability``: a tiny long_recall run read at a few lengths writes its outputs,
+agrees with ``bayesgeom extrapolate``'s cell numbers on the same sequences, marks attention
+beyond its limit NaN with the reason, and refuses a task whose length cannot vary."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from analyses.cli import main
+from analyses.extrapolation import ExtrapolationConfig, evaluate_at
+from analyses.models import open_model
+from analyses.stability import StabilityConfig, StabilityError, run_stability
+from analyses.stability_result import StabilityResult
+from records import read_result, read_table
+from windtunnel.training import train
+
+
+@pytest.fixture(scope="module")
+def recall_run(tmp_path_factory):
+    ex = ExtrapolationConfig(length=16, multiples=(1, 4), key_vocab=8, value_vocab=8,
+                             preset="tiny", steps=5, batch_size=16)
+    out = tmp_path_factory.mktemp("stability") / "run"
+    train(ex.train_config("llama-bam"), out, progress=False)
+    return out
+
+
+def test_a_tiny_run_writes_every_output_beside_its_controls(recall_run, tmp_path, capsys):
+    out = tmp_path / "s"
+    args = ["stability", "--model", str(recall_run), "--out", str(out), "--lengths", "1,2,4",
+            "--n-eval", "6", "--eval-batch", "4", "--chunk", "16", "--n-boot", "10",
+            "--max-attention-length", "32", "--json", "--no-progress"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["lengths"] == [16, 32, 64]
+    for f in ("table.parquet", "table.csv", "sequences.parquet", "manifest.json",
+              "report.html"):
+        assert (out / f).is_file()
+    res = read_result(StabilityResult, out / "summary.json")
+    assert res.critical_length is not None
+    assert res.critical_length.status in ("crossed", "not_crossed", "at_floor")
+    table = read_table(out / "table.parquet")
+    assert set(table["metric"]) == {"accuracy", "kl_bits", "entropy_mae_bits",
+                                    "attention_entropy_bits", "attention_entropy_norm",
+                                    "key_orthogonality"}
+    acc = table[table["metric"] == "accuracy"].set_index("length")
+    assert (acc["chance"] == 1 / 8).all() and acc["bayes"].between(0.99, 1.0).all()
+    attn = table[table["metric"] == "attention_entropy_norm"]
+    short, long = attn[attn["length"] <= 32], attn[attn["length"] == 64]
+    assert short["value"].between(0, 1).all() and short["random_init"].between(0, 1).all()
+    assert long["value"].isna().all() and "max-attention-length" in long["note"].iloc[0]
+    keys = table[table["metric"] == "key_orthogonality"]
+    assert keys[keys["length"] <= 32][["value", "random_init", "chance"]].notna().all().all()
+
+    # the same sequences as bayesgeom extrapolate's cells: the same numbers
+    m = open_model(str(recall_run))
+    ex = ExtrapolationConfig(n_eval=6, eval_batch=4, chunk=16, seed=0)
+    for ell in (16, 64):
+        cell = evaluate_at(m.hf, m.task, ell, ex)
+        row = table[table["length"] == ell].set_index("metric")["value"]
+        for k in ("accuracy", "kl_bits", "entropy_mae_bits"):
+            assert math.isclose(row[k], cell[k], rel_tol=1e-5, abs_tol=1e-7), k
+
+
+def test_a_task_of_fixed_length_and_bad_settings_are_refused(windtunnel_run, recall_run,
+                                                             tmp_path):
+    with pytest.raises(StabilityError, match="long_recall"):
+        run_stability(StabilityConfig(model=str(windtunnel_run), out=tmp_path / "a"))
+    with pytest.raises(StabilityError, match="--metrics"):
+        run_stability(StabilityConfig(model=str(recall_run), out=tmp_path / "b",
+                                      metrics=("accuracy", "perplexity")))
+    with pytest.raises(StabilityError, match="must exceed"):
+        run_stability(StabilityConfig(model=str(recall_run), out=tmp_path / "c",
+                                      max_length=8))
+    assert main(["stability", "--model", str(windtunnel_run), "--out",
+                 str(tmp_path / "d"), "--no-progress"]) == 2
