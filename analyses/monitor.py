@@ -154,6 +154,9 @@ class MonitorConfig:
         if self.extrapolation is not None and not Path(self.extrapolation).is_dir():
             raise MonitorError(f"--extrapolation {self.extrapolation} is not a directory; give "
                                "the --out of a `bayesgeom extrapolate` run")
+        if len(set(self.separation_sets)) != 2:
+            raise MonitorError(f"--separation-sets {','.join(self.separation_sets)}: give two "
+                               "different domains, e.g. code,legal")
 
     def thresholds(self) -> dict[str, float]:
         """Every threshold option by name (what the summary prints)."""
@@ -240,8 +243,6 @@ def _separation_check(cfg: MonitorConfig, parts: Parts, m: interp.InterpModel) -
         return separation_row(None, cfg.separation_sets, cfg.separation_min,
                               "a wind tunnel has one domain (its task)")
     a, b = cfg.separation_sets
-    if a == b:
-        raise MonitorError(f"--separation-sets names {a} twice; give two different domains")
     sub = GeometryConfig(model=cfg.model, prompts=(a, b), out=_sub(cfg, "geometry"),
                          layers=(-1,), n_per_quintile=cfg.geometry_per_quintile,
                          pool_size=cfg.geometry_pool, n_resamples=cfg.geometry_bootstrap,

@@ -32,20 +32,29 @@ def rule(r: CheckRow) -> str:
     return f"{r.direction} {fmt(r.threshold)}"
 
 
+def beats(r: CheckRow) -> str:
+    """``"yes"`` / ``"no"`` / ``"—"``: whether the value is on the passing side of both
+    controls."""
+    return "—" if r.beats_control is None else ("yes" if r.beats_control else "no")
+
+
 def format_summary(res: MonitorResult) -> str:
     """The checklist: value, rule, status, control; then every threshold and each row's note."""
     c = res.counts()
     lines = [f"{res.model} ({res.kind}): {c[PASS]} pass, {c[FAIL]} fail, "
              f"{c[NOT_MEASURABLE]} not measurable",
-             f"{'check':<27} {'value':>9} {'rule':>9} {'status':<15} {'control':>9}"]
+             f"{'check':<27} {'value':>9} {'rule':>9} {'status':<15} {'control':>9} "
+             f"{'reference':>9}  beats both"]
     for r in res.rows:
         lines.append(f"{r.check:<27} {fmt(r.value):>9} {rule(r):>9} {r.status:<15} "
-                     f"{fmt(r.control):>9}")
+                     f"{fmt(r.control):>9} {fmt(r.reference):>9}  {beats(r)}")
     lines.append("thresholds: " + ", ".join(f"--{k.replace('_', '-')} {v:g}"
                                             for k, v in res.thresholds.items()))
     for r in res.rows:
         extra = "; ".join(x for x in (r.note, f"control: {r.control_label}"
-                                      if r.control_label else "") if x)
+                                      if r.control_label else "",
+                                      f"reference: {r.reference_label}"
+                                      if r.reference_label else "") if x)
         lines.append(f"  {r.check}: {extra}")
     return "\n".join(lines)
 
@@ -57,16 +66,19 @@ def checklist_figure(res: MonitorResult) -> go.Figure:
             "rule": [rule(r) for r in res.rows],
             "status": [r.status for r in res.rows],
             "control": [fmt(r.control) for r in res.rows],
-            "control is": [r.control_label or "—" for r in res.rows],
+            "reference": [fmt(r.reference) for r in res.rows],
+            "beats both": [beats(r) for r in res.rows],
+            "controls are": [" / ".join(x for x in (r.control_label, r.reference_label) if x)
+                             or "—" for r in res.rows],
             "note": [r.note or "—" for r in res.rows]}
     fills = [FILL[r.status] for r in res.rows]
     white = ["white"] * len(res.rows)
     fig = go.Figure(go.Table(
-        columnwidth=[150, 70, 70, 100, 70, 260, 300],
+        columnwidth=[150, 70, 70, 100, 70, 70, 60, 250, 280],
         header={"values": [f"<b>{k}</b>" for k in cols], "align": "left",
                 "fill_color": "#f0f0f0"},
         cells={"values": list(cols.values()), "align": "left", "height": 40,
-               "fill_color": [white, fills, white, fills, white, white, white]}))
+               "fill_color": [white, fills, white, fills, *[white] * 5]}))
     fig.update_layout(height=140 + 60 * len(res.rows), width=1100,
                       margin={"t": 10, "b": 10, "l": 10, "r": 10})
     return fig

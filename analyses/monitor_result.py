@@ -52,7 +52,10 @@ class CheckRow:
     no finite value, e.g. a level never reached -- ``note`` says which); ``threshold`` and
     ``direction``: the pass rule, printed beside it; ``control``: the control's number on the
     same scale (NaN when the check has none) and ``control_label`` what it is, with any
-    further reference numbers; ``source``: the sub-run folder the number comes from."""
+    further reference numbers; ``reference`` / ``reference_label``: a second control (chance,
+    random subspaces, the uniform distribution, a baseline predictor); ``source``: the sub-run
+    folder the number comes from; ``beats_control``: the value is on the passing side of both
+    controls (a pass that does not beat them is no evidence of a trained property)."""
 
     check: str
     definition: str
@@ -65,6 +68,9 @@ class CheckRow:
     control_label: str = ""
     note: str = ""
     source: str = ""
+    reference: float = math.nan
+    reference_label: str = ""
+    beats_control: bool | None = None
 
     @property
     def measured(self) -> bool:
@@ -73,9 +79,15 @@ class CheckRow:
 
 def measured_row(check: str, definition: str, unit: str, value: float, direction: str,
                  threshold: float, **kw: Any) -> CheckRow:
-    """A measured row, judged by :func:`judge`."""
-    return CheckRow(check, definition, unit, float(value), direction, float(threshold),
-                    judge(float(value), direction, float(threshold)), **kw)
+    """A measured row, judged by :func:`judge`; ``beats_control``: whether the value is on the
+    passing side of its control (None without a finite control)."""
+    row = CheckRow(check, definition, unit, float(value), direction, float(threshold),
+                   judge(float(value), direction, float(threshold)), **kw)
+    controls = [c for c in (row.control, row.reference) if math.isfinite(c)]
+    if controls and math.isfinite(row.value):
+        row.beats_control = all(row.value > c if direction == ">" else row.value < c
+                                for c in controls)
+    return row
 
 
 def unmeasurable_row(check: str, definition: str, unit: str, direction: str, threshold: float,
@@ -136,8 +148,9 @@ def key_row(res: DetectResult | None, threshold: float, where: str) -> CheckRow:
     return measured_row(
         name, KEY_DEF, unit, float(tr.at[best, "orthogonality"]), ">", threshold,
         control=float(tw.at[best, "orthogonality"]),
-        control_label=(f"random-init twin at layer {best}; chance (random directions) "
-                       f"{tr.at[best, 'chance']:.3f}"),
+        control_label=f"random-init twin at layer {best}",
+        reference=float(tr.at[best, "chance"]),
+        reference_label=f"chance: {res.n_frame_tokens} random directions in R^{res.d_head}",
         note=(f"layer {best} of {len(tr)} ({res.frame}, m = {res.n_frame_tokens}); "
               f"layers range {lo:.3f}–{hi:.3f}"),
         source=where)
@@ -152,12 +165,15 @@ def posterior_rows(res: ConsistencyResult, cov: dict[str, float], coverage_min: 
     return [
         measured_row("hypothesis-space coverage", COVERAGE_DEF, "fraction of posterior mass",
                      cov["model"], ">", coverage_min, control=cov["random_init"],
-                     control_label=f"random-init twin; uniform over K {cov['uniform']:.3f}",
+                     control_label="random-init twin", reference=cov["uniform"],
+                     reference_label="the uniform distribution over the K hypotheses",
                      note=task, source=where),
         measured_row("posterior KL", KL_DEF, "bits", out["model"].mean_kl_bits, "<", kl_max,
                      control=out["random_init"].mean_kl_bits,
-                     control_label=("random-init twin; group-mean baseline "
-                                    f"{out['group_mean_baseline'].mean_kl_bits:.4f} bits"),
+                     control_label="random-init twin",
+                     reference=out["group_mean_baseline"].mean_kl_bits,
+                     reference_label=f"group-mean baseline (the mean posterior per "
+                                     f"{res.group_name})",
                      note=task, source=where)]
 
 
@@ -188,8 +204,9 @@ def separation_row(res: GeometryResult | None, sets: tuple[str, str], threshold:
                                 f"the geometry run in {where} has no {pair} manifold angle")
     return measured_row(name, SEPARATION_DEF, unit, value, ">", threshold,
                         control=angle("manifold_mean_angle_deg", "random_init"),
-                        control_label=("random-init twin; random subspaces of the same "
-                                       f"dimensions {angle('manifold_random_mean_angle_deg'):.3f}"),
+                        control_label="random-init twin",
+                        reference=angle("manifold_random_mean_angle_deg"),
+                        reference_label="random subspaces of the same dimensions",
                         note=f"{pair} at layer {res.layer}, {res.headline.n_prompts} prompts per "
                              "set",
                         source=where)
@@ -233,7 +250,8 @@ def convergence_row(path: Path | None, level: float, threshold: float) -> CheckR
     definition = CONVERGENCE_DEF.format(level=level)
     if path is None:
         return unmeasurable_row(name, definition, unit, "<=", threshold,
-                                "a pretrained model has no training log here")
+                                "a pretrained model has no training log here (nor a model "
+                                "given without its run directory)")
     logs = [p / "metrics.parquet" for p in (path, path.parent)
             if (p / "metrics.parquet").is_file() and (p / "run.json").is_file()]
     if not logs:

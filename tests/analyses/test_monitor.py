@@ -54,7 +54,9 @@ def test_wind_tunnel_checklist_thresholds_flip_and_reuse(windtunnel_run, tmp_pat
     kl = rows["posterior KL"]
     assert kl["value"] > 0 and kl["control"] > 0 and kl["threshold"] == 0.01
     assert 0 <= rows["hypothesis-space coverage"]["value"] <= 1
-    assert rows["key orthogonality"]["control_label"].startswith("random-init twin")
+    key = rows["key orthogonality"]
+    assert key["control_label"].startswith("random-init twin") and 0 < key["reference"] < 1
+    assert key["beats_control"] == (key["value"] > max(key["control"], key["reference"]))
     # 20 steps never reach 0.05 bits: a fail that says so, not a missing number
     conv = rows["convergence speed"]
     assert conv["status"] == FAIL and "never" in conv["note"]
@@ -118,8 +120,9 @@ def test_extrapolation_ratio_is_read_for_the_runs_own_model(tmp_path):
         n_eval=4, schemes=[SchemeSummary("llama-bam", 1.0, 0.99, 500),
                            SchemeSummary("llama", 1.0, 0.1, 2)], bam_claim="", wall_s=1.0))
     row = extrapolation_row(run / "train" / "llama-bam", run, 100)
-    assert (row.value, row.status, row.control) == (500, PASS, 2)
-    assert extrapolation_row(run / "train" / "llama", run, 100).status == FAIL
+    assert (row.value, row.status, row.control, row.beats_control) == (500, PASS, 2, True)
+    learned = extrapolation_row(run / "train" / "llama", run, 100)
+    assert (learned.status, learned.beats_control) == (FAIL, False)
     other = extrapolation_row(tmp_path / "elsewhere", run, 100)
     assert other.status == NOT_MEASURABLE and "not one of" in other.note
     unfinished = tmp_path / "unfinished"
@@ -137,3 +140,5 @@ def test_bad_settings_are_one_line_usage_errors(tmp_path, capsys):
         MonitorConfig(out=tmp_path / "x", extrapolation=tmp_path / "nope").check()
     code = main(["monitor", "--out", str(tmp_path / "y"), "--kl-max", "-1"])
     assert code == 2 and "kl" in capsys.readouterr().err
+    with pytest.raises(MonitorError, match="two different domains"):
+        MonitorConfig(out=tmp_path / "x", separation_sets=("code", "code")).check()
