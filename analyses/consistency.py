@@ -40,6 +40,7 @@ from analyses.consistency_result import ConsistencyResult, HeadTracking, OutputS
 from analyses.models import open_model
 from analyses.options import (
     batch_size_option,
+    layers_option,
     model_option,
     out_option,
     progress_option,
@@ -83,7 +84,7 @@ class ConsistencyConfig:
     n_per_k: int = option(20, "SULA prompts per k", min=2)
     labels: tuple[str, str] | None = option(None, "SULA label pair, e.g. lug,mip (default: "
                                             "picked)")
-    layers: tuple[int, ...] | None = option(None, "layers whose heads are read (default: all)")
+    layers: tuple[int, ...] | None = layers_option("layers whose heads are read")
     n_null: int = option(200, "within-group permutations per head's null", min=10)
     alpha: float = option(0.05, "Holm-adjusted level for 'carries the posterior'", above=0,
                           max=1)

@@ -28,6 +28,7 @@ from analyses.detect_result import DetectResult, HeadFrame
 from analyses.models import open_model
 from analyses.options import (
     batch_size_option,
+    layers_option,
     model_option,
     out_option,
     progress_option,
@@ -57,7 +58,7 @@ class DetectConfig:
 
     model: str | None = model_option()
     out: Path = out_option("runs/detect", "output directory")
-    layers: tuple[int, ...] | None = option(None, "layers, e.g. 0,-1 (default: all)")
+    layers: tuple[int, ...] | None = layers_option("layers whose key frames are scored")
     n_prompts: int = option(64, "prompts of an LLM (paragraphs of built-in text)", min=1)
     max_tokens: int = option(64, "tokens per LLM prompt at most", min=2)
     n_tokens: int = option(64, "frame size of an LLM: its most frequent token ids", min=2)

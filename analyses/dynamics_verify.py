@@ -33,7 +33,13 @@ from tqdm.auto import tqdm
 import interp
 from analyses.dynamics_verify_result import CONTROLS, IDENTITIES, IdentityCheck, VerifyResult
 from analyses.models import open_model
-from analyses.options import model_option, out_option, progress_option, restart_option
+from analyses.options import (
+    layers_option,
+    model_option,
+    out_option,
+    progress_option,
+    restart_option,
+)
 from analyses.out_dirs import claim
 from interp.attention_taps import (
     AttentionGradients,
@@ -74,7 +80,7 @@ class VerifyConfig:
 
     model: str | None = model_option()
     out: Path = out_option("runs/dynamics-verify", "output directory")
-    layers: tuple[int, ...] | None = option(None, "layers to check, e.g. 0,-1 (default: all)")
+    layers: tuple[int, ...] | None = layers_option("layers to check")
     prompts: tuple[str, ...] | None = option(None, "prompts of an LLM (default: four "
                                              "built-in sentences)")
     n_sequences: int = option(8, "held-out task sequences of a wind tunnel", min=1)

@@ -69,7 +69,7 @@ from analyses.options import (
     allow_pickle_option,
     batch_size_option,
     dtype_option,
-    layer_list,
+    layers_option,
     model_option,
     out_option,
     progress_option,
@@ -103,8 +103,7 @@ class GeometryConfig:
         None, f"prompt sets, the first is the headline one: {', '.join(PROMPT_SETS)} (default "
               "mixed; a wind-tunnel run uses its task)")
     out: Path = out_option("runs/geometry")
-    layers: tuple[int, ...] | None = option(
-        None, "analysed layers: all (default) or e.g. 0,5,-1 or 0-3", parse=layer_list)
+    layers: tuple[int, ...] | None = layers_option()
     layer: int = option(-1, "the Table-1 layer (-1: the last)")
     n_per_quintile: int = option(15, "prompts per entropy quintile", min=1)
     n_bins: int = option(5, "entropy bins", min=1, cli=False)

@@ -104,6 +104,11 @@ def model_option(help: str = MODEL_HELP) -> Any:
     return option(None, help)
 
 
+def layers_option(what: str = "analysed layers") -> Any:
+    """``--layers``: ``what``, all by default, e.g. ``0,5,-1`` or ``0-3`` (:func:`layer_list`)."""
+    return option(None, f"{what}: all (default) or e.g. 0,5,-1 or 0-3", parse=layer_list)
+
+
 def allow_pickle_option() -> Any:
     return option(False, "also load pickle weights (pytorch_model.bin, read with "
                   "torch.load(weights_only=True)); without it only safetensors load",
