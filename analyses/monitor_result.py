@@ -66,11 +66,11 @@ class CheckRow:
     status: str
     control: float = math.nan
     control_label: str = ""
-    note: str = ""
-    source: str = ""
     reference: float = math.nan
     reference_label: str = ""
     beats_control: bool | None = None
+    note: str = ""
+    source: str = ""
 
     @property
     def measured(self) -> bool:
