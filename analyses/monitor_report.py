@@ -95,7 +95,7 @@ def definitions(res: MonitorResult) -> pd.DataFrame:
 
 def write_report(path: Path, res: MonitorResult, manifest: dict[str, Any]) -> Path:
     return html_report(path, f"Monitoring checklist — {res.model}", [
-        ("Summary", format_summary(res)),
+        ("Summary", "; ".join(format_summary(res).splitlines()[i] for i in (0, 2 + len(res.rows)))),
         ("Checklist (green pass, red fail, grey not measurable)", checklist_figure(res)),
         ("Definitions and sources", definitions(res)),
         ("Thresholds", pd.DataFrame({"option": [f"--{k.replace('_', '-')}" for k in

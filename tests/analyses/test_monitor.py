@@ -80,6 +80,8 @@ def test_wind_tunnel_checklist_thresholds_flip_and_reuse(windtunnel_run, tmp_pat
         assert got["convergence speed"]["value"] == 20 and got["convergence speed"]["status"] \
             == PASS  # the first eval (step 20) is below 100 bits
     assert (out / "detect" / "summary.json").stat().st_mtime_ns == detect_mtime  # reused
+    html = (out / "report.html").read_text()
+    assert f"--kl-max {below:g}" in html and "#f8d7da" in html  # thresholds; a red cell
 
 
 def test_text_model_rows_say_why(text_models, base_corpora, tmp_path):
