@@ -8,8 +8,10 @@ interval.
 ``a`` is the short-length plateau, ``c`` the floor it decays to (for accuracy: chance, 1/V),
 ``b`` the steepness in log-length and ``ℓ_c`` the **critical length**: y(ℓ_c) = (a + c) / 2,
 half way between the plateau and the floor. It is fitted by least squares
-(:func:`scipy.optimize.curve_fit`) on x = ln ℓ, with ln ℓ_c bounded to the measured range ± 5
-(a factor e⁵ ≈ 150 either side) and b to [0.05, 50].
+(:func:`scipy.optimize.curve_fit`) on x = ln ℓ, with b bounded to [0.05, 50] and ℓ_c to
+[ℓ_min, e⁵ ℓ_max]: not below the shortest measured length, where the crossing rule below has
+the value still above half way (a free ℓ_c ≪ ℓ_min would only say the plateau lies unmeasured
+before it), and up to a factor e⁵ ≈ 150 past the longest.
 
 **Crossing rule** (no number made up outside the data): the measured values *cross* when some
 y(ℓ_i) falls below h = c + (y(ℓ_min) − c) / 2, half way between the value at the shortest
@@ -98,7 +100,7 @@ def fit_decay(lengths: object, values: object, floor: float) -> DecayFit:
     The fit also runs when the values do not cross (its ℓ_c is then an extrapolation:
     report ``max_length`` as the lower bound instead)."""
     ell, y = _check(lengths, values)
-    half = floor + (y[0] - floor) / 2.0
+    half = float(floor + (y[0] - floor) / 2.0)
     if y[0] <= floor:
         return DecayFit(AT_FLOOR, math.nan, math.nan, math.nan, floor, half, math.nan,
                         float(ell[-1]))
@@ -111,7 +113,7 @@ def fit_decay(lengths: object, values: object, floor: float) -> DecayFit:
         z = np.clip(b * (xx - xc), -700.0, 700.0)
         return floor + (a - floor) / (1.0 + np.exp(z))
 
-    lo = [-np.inf, x[0] - _LOG_MARGIN, _B_BOUNDS[0]]
+    lo = [-np.inf, x[0], _B_BOUNDS[0]]
     hi = [np.inf, x[-1] + _LOG_MARGIN, _B_BOUNDS[1]]
     p0 = [float(y[0]), float(np.clip(x0, lo[1] + 1e-6, hi[1] - 1e-6)), 2.0]
     try:

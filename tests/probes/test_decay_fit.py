@@ -67,3 +67,9 @@ def test_bad_inputs_are_refused():
         fit_decay([0, 16, 32], [0.9, 0.8, 0.7], floor=CHANCE)
     with pytest.raises(ValueError, match="one non-empty"):
         bootstrap_critical_length([16, 32, 64], [np.ones(3)], floor=CHANCE)
+
+
+def test_the_critical_length_is_not_put_before_the_shortest_length():
+    y = decay_curve(ELL, a=0.99, critical_length=4.0, b=0.7, floor=CHANCE)  # decays early
+    f = fit_decay(ELL, y, floor=CHANCE)
+    assert f.status == CROSSED and f.critical_length >= ELL[0]
