@@ -45,7 +45,7 @@ def test_m_step_lowers_the_loss_at_fixed_attention(trained_steps):
     before = _loss_at_fixed_attention(m, seq, m.W_V.detach())
     with torch.no_grad():
         assert before == pytest.approx(float(F.cross_entropy(m(seq.inputs)[0], seq.targets)))
-    for eta in (0.3, 3.0):
+    for eta in (0.3, 3.0, EmVsSgdConfig().eta):  # the default η = 30 included
         after = _loss_at_fixed_attention(m, seq, m_step(m, seq.inputs, seq.targets, alpha, eta))
         assert after < before - 1e-6
     # η = 0: V* = X W_V lies in the column space of X, so least squares returns W_V itself
