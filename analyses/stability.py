@@ -31,10 +31,11 @@ read on the random-init twin (:func:`interp.random_init_twin`, seed ``--seed``) 
 sequences: every attention and key number has the twin's beside it.
 
 Decay fit and critical length: :mod:`probes.decay_fit` on accuracy against ℓ (tokens), the
-floor fixed at chance; ℓ_c where the fitted accuracy is half way between its short-length
-plateau and chance, a lower bound "> ℓ_max" when the measured accuracy never falls below half
-way between its value at L and chance; the interval from ``--n-boot`` bootstrap replicates of
-the per-sequence correctness at each length; it needs three or more lengths.
+floor fixed at chance, the plateau at most 1; ℓ_c where the fitted accuracy is half way
+between its short-length plateau and chance, a lower bound "> ℓ_max" when the measured
+accuracy never falls below half way between its value at L and chance; the interval from
+``--n-boot`` bootstrap replicates of the per-sequence correctness at each length; it needs
+three or more lengths.
 
 Outputs: ``table.parquet``/``.csv`` (tidy: one row per length × metric × layer),
 ``sequences.parquet`` (per-sequence outcomes, to refit), ``summary.json``
@@ -233,7 +234,7 @@ def run_stability(cfg: StabilityConfig, model: interp.InterpModel | None = None,
         if "accuracy" in cfg.metrics and len(lengths) >= 3:  # three parameters are fitted
             crit = bootstrap_critical_length(
                 lengths, [c["seq"]["correct"] for c in cells], floor=1.0 / task.n_hypotheses,
-                n_boot=cfg.n_boot, level=cfg.level, seed=cfg.seed)
+                n_boot=cfg.n_boot, level=cfg.level, seed=cfg.seed, ceiling=1.0)
         res = StabilityResult(
             model=m.info.name, task=task.name, arch=arch or m.info.family,
             train_length=train_length, lengths=lengths, metrics=list(cfg.metrics),

@@ -94,9 +94,11 @@ def _check(lengths: object, values: object) -> tuple[np.ndarray, np.ndarray]:
     return ell[order], y[order]
 
 
-def fit_decay(lengths: object, values: object, floor: float) -> DecayFit:
+def fit_decay(lengths: object, values: object, floor: float,
+              ceiling: float | None = None) -> DecayFit:
     """Fit the module doc's curve to ``values`` [n] measured at ``lengths`` [n] (tokens, any
-    order, n >= 3: a, ℓ_c and b are fitted) with the floor c = ``floor`` fixed.
+    order, n >= 3: a, ℓ_c and b are fitted) with the floor c = ``floor`` fixed and the
+    plateau a at most ``ceiling`` where given (1 for accuracy).
     The fit also runs when the values do not cross (its ℓ_c is then an extrapolation:
     report ``max_length`` as the lower bound instead)."""
     ell, y = _check(lengths, values)
@@ -113,9 +115,12 @@ def fit_decay(lengths: object, values: object, floor: float) -> DecayFit:
         z = np.clip(b * (xx - xc), -700.0, 700.0)
         return floor + (a - floor) / (1.0 + np.exp(z))
 
+    top = np.inf if ceiling is None else float(ceiling)
+    if top <= y[0]:
+        top = float(y[0]) + 1e-9  # the plateau can reach at least the value measured
     lo = [-np.inf, x[0], _B_BOUNDS[0]]
-    hi = [np.inf, x[-1] + _LOG_MARGIN, _B_BOUNDS[1]]
-    p0 = [float(y[0]), float(np.clip(x0, lo[1] + 1e-6, hi[1] - 1e-6)), 2.0]
+    hi = [top, x[-1] + _LOG_MARGIN, _B_BOUNDS[1]]
+    p0 = [float(min(y[0], top - 1e-9)), float(np.clip(x0, lo[1] + 1e-6, hi[1] - 1e-6)), 2.0]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)
@@ -165,10 +170,11 @@ class CriticalLength:
 
 def bootstrap_critical_length(lengths: Sequence[float], outcomes: Sequence[object],
                               floor: float, n_boot: int = 200, level: float = 0.95,
-                              seed: int | np.random.Generator | None = 0) -> CriticalLength:
+                              seed: int | np.random.Generator | None = 0,
+                              ceiling: float | None = None) -> CriticalLength:
     """ℓ_c of the means of ``outcomes`` (one 1-D array per length: per-sequence values, e.g.
     correct 1/0, at ``lengths`` tokens) with a percentile interval over ``n_boot`` replicates
-    resampled within each length (module doc).
+    resampled within each length (module doc); ``ceiling`` as in :func:`fit_decay`.
 
     Example:
         >>> import numpy as np
@@ -186,12 +192,12 @@ def bootstrap_critical_length(lengths: Sequence[float], outcomes: Sequence[objec
     outs = [np.asarray(o, dtype=np.float64).ravel() for o in outcomes]
     if len(outs) != ell.size or any(o.size == 0 for o in outs):
         raise ValueError("need one non-empty outcome array per length")
-    fit = fit_decay(ell, [o.mean() for o in outs], floor)
+    fit = fit_decay(ell, [o.mean() for o in outs], floor, ceiling)
     rng = make_rng(seed)
     reps, failed = [], 0
     for _ in range(n_boot):
         means = [o[rng.integers(0, o.size, o.size)].mean() for o in outs]
-        f = fit_decay(ell, means, floor)
+        f = fit_decay(ell, means, floor, ceiling)
         if f.status == CROSSED and math.isfinite(f.critical_length):
             reps.append(f.critical_length)
         elif f.status == NOT_CROSSED:

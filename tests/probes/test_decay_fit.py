@@ -73,3 +73,10 @@ def test_the_critical_length_is_not_put_before_the_shortest_length():
     y = decay_curve(ELL, a=0.99, critical_length=4.0, b=0.7, floor=CHANCE)  # decays early
     f = fit_decay(ELL, y, floor=CHANCE)
     assert f.status == CROSSED and f.critical_length >= ELL[0]
+
+
+def test_a_ceiling_caps_the_plateau():
+    y = np.array([1.0, 0.99, 0.9, 0.7, 0.4, 0.2, 0.1])
+    assert fit_decay(ELL, y, floor=CHANCE).a > 1.0  # unconstrained, it overshoots
+    f = fit_decay(ELL, y, floor=CHANCE, ceiling=1.0)
+    assert f.status == CROSSED and f.a <= 1.0 + 1e-9
