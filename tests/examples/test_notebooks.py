@@ -18,7 +18,8 @@ def test_there_are_the_notebooks():
     assert [p.name for p in NOTEBOOKS] == ["01_load_and_probe.ipynb",
                                            "02_small_vs_large.ipynb",
                                            "03_causal_steering.ipynb",
-                                           "04_training_dynamics.ipynb"]
+                                           "04_training_dynamics.ipynb",
+                                           "05_verification_tools.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
