@@ -3,11 +3,14 @@ geometry hold up as the sequence grows past its training length, a fitted accura
 curve and the critical length with its bootstrap interval.
 
 Input: a run trained on ``long_recall`` (the only tunnel whose length can vary:
-:meth:`LongRecallTask.with_length`), at training length L. Lengths: ``--lengths`` multiples
-of L (default 1, 2, 5, 10, 20, 50), or ``--max-length`` N for ``--n-lengths`` lengths spaced
-geometrically from L to N. Per length ℓ, ``--n-eval`` held-out sequences
-(:meth:`LongRecallTask.sample_at` on the evaluation stream, batches of ``--eval-batch`` seeded
-as ``bayesgeom extrapolate`` seeds them, so the same settings read the same sequences):
+:meth:`LongRecallTask.with_length`), at training length L; or a text model (default: the
+embedded SmolLM2), read on passkey prompts (:mod:`analyses.passkey_prompts`: the key's first
+digit among ten, an exact point-mass posterior) with L = ``--base-length`` tokens. Lengths:
+``--lengths`` multiples of L (default 1, 2, 5, 10, 20, 50), or ``--max-length`` N for
+``--n-lengths`` lengths spaced geometrically from L to N. Per length ℓ, ``--n-eval`` held-out
+sequences (:meth:`LongRecallTask.sample_at` on the evaluation stream, batches of
+``--eval-batch`` seeded as ``bayesgeom extrapolate`` seeds them, so the same settings read the
+same sequences; passkey prompts are seeded from the same streams):
 
 * **accuracy**, **kl_bits** KL(p_Bayes ‖ p_model) and **entropy_mae_bits** |H_model − H_Bayes|
   over the hypothesis slice at the query (:func:`windtunnel.metrics.calibration_stats`, bits),
@@ -60,6 +63,7 @@ from analyses.layer_geometry import _run_record
 from analyses.models import open_model
 from analyses.options import model_option, out_option, progress_option, restart_option, seed_option
 from analyses.out_dirs import claim
+from analyses.passkey_prompts import digit_ids, min_length, passkey_batch
 from analyses.stability_result import METRICS, CriticalLengthSummary, StabilityResult
 from analyses.stability_tables import summarise, tidy_rows
 from probes.attention_entropy import attention_entropy_bits
@@ -77,6 +81,10 @@ from windtunnel.long_eval import chunked_logits, position_limit
 from windtunnel.metrics import calibration_stats, slice_log_probs
 from windtunnel.seeds import Purpose, stream
 
+#: a text model's passkey hypotheses (the ten digits) and its key frame (most frequent tokens)
+PASSKEY_HYPOTHESES = 10
+TEXT_FRAME = 32
+
 
 class StabilityError(UsageError):
     """A model or setting the analyzer cannot run (a usage error, exit status 2)."""
@@ -86,7 +94,8 @@ class StabilityError(UsageError):
 class StabilityConfig:
     """One stability analysis (module doc)."""
 
-    model: str | None = model_option("wind-tunnel run trained on long_recall")
+    model: str | None = model_option("a wind-tunnel run trained on long_recall, or a text model "
+                                     "read on passkey prompts (default: the embedded SmolLM2)")
     out: Path = out_option("runs/stability", "output directory")
     lengths: tuple[int, ...] = option((1, 2, 5, 10, 20, 50), "evaluation lengths as multiples "
                                       "of the training length", min=1)
@@ -94,6 +103,7 @@ class StabilityConfig:
                                     "spaced geometrically from the training length to it, "
                                     "instead of --lengths", min=4)
     n_lengths: int = option(6, "lengths with --max-length", min=2)
+    base_length: int = option(64, "a text model's length unit for --lengths (tokens)", min=8)
     metrics: tuple[str, ...] = option(METRICS, f"metrics among {', '.join(METRICS)}")
     n_eval: int = option(64, "held-out sequences per length", min=2)
     eval_batch: int = option(8, "sequences per chunked forward", min=1, identity=False)
@@ -112,8 +122,6 @@ class StabilityConfig:
 
     def check(self) -> None:
         check_options(self, StabilityError)
-        if not self.model:
-            raise StabilityError("give the long_recall wind-tunnel run with --model RUN")
         bad = [m for m in self.metrics if m not in METRICS]
         if bad or not self.metrics:
             raise StabilityError(f"--metrics must be among {', '.join(METRICS)}, got "
@@ -165,9 +173,14 @@ def query_attention_entropy(m: interp.InterpModel, tokens: torch.Tensor,
 def key_orthogonality(m: interp.InterpModel, tokens: torch.Tensor, cfg: StabilityConfig,
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Per-layer key-frame orthogonality (mean over kv heads) [n_layers] and its chance
-    [n_layers], from the value tokens occurring in ``tokens`` (NaN with fewer than 3)."""
-    hyp = m.task.hyp_slice
-    seen = sorted(set(torch.unique(tokens).tolist()) & set(range(hyp.start, hyp.stop)))
+    [n_layers], from the value tokens occurring in ``tokens`` (a text model: its
+    :data:`TEXT_FRAME` most frequent tokens; NaN with fewer than 3)."""
+    if m.task is not None:
+        hyp = m.task.hyp_slice
+        seen = sorted(set(torch.unique(tokens).tolist()) & set(range(hyp.start, hyp.stop)))
+    else:
+        ids, counts = torch.unique(tokens, return_counts=True)
+        seen = sorted(ids[counts.argsort(descending=True)][:TEXT_FRAME].tolist())
     nan = np.full(m.n_layers, math.nan)
     if len(seen) < 3:
         return nan, nan
@@ -177,11 +190,37 @@ def key_orthogonality(m: interp.InterpModel, tokens: torch.Tensor, cfg: Stabilit
     return df["orthogonality"].mean().to_numpy(), df["chance"].mean().to_numpy()
 
 
+def score_passkey(m: interp.InterpModel, length: int, cfg: StabilityConfig,
+                  ) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
+    """:func:`score_sequences` for a text model on passkey prompts
+    (:mod:`analyses.passkey_prompts`): the posterior is a point mass on the key's first digit,
+    so KL = −log2 p_model(digit) and the entropy error is H_model (bits, over the ten digits)."""
+    ids, cols = [], {k: [] for k in ("correct", "kl_bits", "entropy_abs_err_bits",
+                                     "h_bayes_bits", "bayes_max")}
+    for i in range(0, cfg.n_eval, cfg.eval_batch):
+        k = min(cfg.eval_batch, cfg.n_eval - i)
+        b = passkey_batch(m.tokenizer, length, k, stream(cfg.seed, Purpose.EVAL, 1000 + i))
+        logits = m.forward(m.batch(b.tokens.tolist()), logits_to_keep=1)[:, -1]
+        logp = torch.log_softmax(logits[:, b.hyp_ids].double(), dim=-1)  # [k, 10]
+        h_model = -(logp.exp() * logp).sum(-1) / math.log(2)
+        for key, v in (("correct", (logp.argmax(-1) == b.targets).double()),
+                       ("kl_bits", -logp.gather(1, b.targets[:, None])[:, 0] / math.log(2)),
+                       ("entropy_abs_err_bits", h_model), ("h_bayes_bits", torch.zeros(k)),
+                       ("bayes_max", torch.ones(k))):
+            cols[key].append(v.double().numpy())
+        ids.append(b.tokens)
+    return torch.cat(ids), {k: np.concatenate(v) for k, v in cols.items()}
+
+
 def _measure(m: interp.InterpModel, twin: interp.InterpModel, length: int,
              cfg: StabilityConfig) -> tuple[dict, dict[str, np.ndarray]]:
     """One length's numbers (a dict for :func:`tidy_rows`) and per-sequence outcomes."""
-    tokens, seq = score_sequences(m.hf, m.task, length, cfg)
-    cell: dict = {"length": length, "seq": seq, "V": m.task.n_hypotheses, "note": ""}
+    if m.task is None:
+        tokens, seq = score_passkey(m, length, cfg)
+    else:
+        tokens, seq = score_sequences(m.hf, m.task, length, cfg)
+    cell: dict = {"length": length, "seq": seq, "note": "",
+                  "V": m.task.n_hypotheses if m.task is not None else PASSKEY_HYPOTHESES}
     want = set(cfg.metrics)
     if not want & {"attention_entropy", "key_orthogonality"}:
         return cell, seq
@@ -208,14 +247,21 @@ def run_stability(cfg: StabilityConfig, model: interp.InterpModel | None = None,
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)
     task = getattr(m, "task", None)
-    if getattr(task, "name", None) != "long_recall":
-        raise StabilityError(f"{m.info.name} was trained on "
-                             f"{getattr(task, 'name', 'no wind-tunnel task')}: stability needs "
-                             "a long_recall run (train one with bayesgeom windtunnel train "
-                             "--task long_recall)")
-    train_length = int(task.seq_len)
+    if task is not None and task.name != "long_recall":
+        raise StabilityError(f"{m.info.name} was trained on {task.name}: stability needs a "
+                             "long_recall run (train one with bayesgeom windtunnel train "
+                             "--task long_recall) or a text model")
+    if task is None:
+        if m.tokenizer is None:
+            raise StabilityError(f"{m.info.name} has neither a wind-tunnel task nor a "
+                                 "tokenizer: nothing to read at growing lengths")
+        digit_ids(m.tokenizer)  # a tokenizer without single-digit tokens: one line, early
+    train_length = int(task.seq_len) if task is not None else cfg.base_length
     lengths = eval_lengths(cfg, train_length)
-    limit = position_limit(m.hf)
+    if task is None and lengths[0] < min_length(m.tokenizer):
+        raise StabilityError(f"a passkey prompt needs at least {min_length(m.tokenizer)} "
+                             f"tokens; raise --base-length (now {cfg.base_length})")
+    limit = position_limit(m.hf) if task is not None else m.n_ctx
     if limit is not None and limit < lengths[-1]:
         raise StabilityError(f"this model's learned position table covers {limit} tokens, not "
                              f"{lengths[-1]}: ask for lengths up to {limit} (--max-length)")
@@ -233,10 +279,11 @@ def run_stability(cfg: StabilityConfig, model: interp.InterpModel | None = None,
         crit = None
         if "accuracy" in cfg.metrics and len(lengths) >= 3:  # three parameters are fitted
             crit = bootstrap_critical_length(
-                lengths, [c["seq"]["correct"] for c in cells], floor=1.0 / task.n_hypotheses,
+                lengths, [c["seq"]["correct"] for c in cells], floor=1.0 / cells[0]["V"],
                 n_boot=cfg.n_boot, level=cfg.level, seed=cfg.seed, ceiling=1.0)
         res = StabilityResult(
-            model=m.info.name, task=task.name, arch=arch or m.info.family,
+            model=m.info.name, task=task.name if task is not None else "passkey",
+            arch=arch or m.info.family,
             train_length=train_length, lengths=lengths, metrics=list(cfg.metrics),
             n_eval=cfg.n_eval, max_attention_length=cfg.max_attention_length,
             n_layers=m.n_layers, seed=cfg.seed, per_length=summarise(cells, train_length),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from analyses.cli import main
@@ -76,3 +77,35 @@ def test_a_task_of_fixed_length_and_bad_settings_are_refused(windtunnel_run, rec
                                       max_length=8))
     assert main(["stability", "--model", str(windtunnel_run), "--out",
                  str(tmp_path / "d"), "--no-progress"]) == 2
+
+
+def test_a_text_model_is_read_on_passkey_prompts(text_models, tmp_path):
+    import interp
+    from analyses.passkey_prompts import min_length
+
+    m = interp.load(text_models["llama"])  # a tiny random Llama, context 512
+    base = min_length(m.tokenizer) + 8
+    with pytest.raises(StabilityError, match="raise --base-length"):
+        run_stability(StabilityConfig(out=tmp_path / "s", base_length=base - 10, progress=False),
+                      model=m)
+    res = run_stability(StabilityConfig(out=tmp_path / "p", base_length=base, lengths=(1, 2, 3),
+                                        n_eval=4, eval_batch=2, n_boot=5,
+                                        max_attention_length=3 * base, progress=False), model=m)
+    assert res.task == "passkey" and res.lengths == [base, 2 * base, 3 * base]
+    table = read_table(tmp_path / "p" / "table.parquet")
+    acc = table[table["metric"] == "accuracy"]
+    assert (acc["chance"] == 0.1).all() and (acc["bayes"] == 1.0).all()
+    assert table[table["metric"] == "attention_entropy_norm"]["value"].notna().all()
+
+
+def test_passkey_prompts_have_exact_lengths_and_the_key_inside():
+    import interp
+    from analyses.passkey_prompts import passkey_batch
+
+    tok = interp.load().tokenizer  # the embedded SmolLM2
+    b = passkey_batch(tok, 200, 3, np.random.default_rng(1))
+    assert b.tokens.shape == (3, 200) and len(b.hyp_ids) == 10
+    for row, t in zip(b.tokens, b.targets, strict=True):
+        text = tok.decode(row)
+        key = text.split("The pass key is ")[1][:5]
+        assert key.isdigit() and int(key[0]) == int(t) and text.endswith("The pass key is ")
