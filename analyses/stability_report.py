@@ -91,7 +91,8 @@ def wide_table(res: StabilityResult) -> pd.DataFrame:
 
 
 def format_summary(res: StabilityResult) -> str:
-    lines = [f"{res.model} ({res.arch}), {res.task} trained at L = {res.train_length}; "
+    at = "base length" if res.task == "passkey" else "trained at"
+    lines = [f"{res.model} ({res.arch}), {res.task} {at} L = {res.train_length}; "
              f"{res.n_eval} held-out sequences per length; attention and keys up to "
              f"{res.max_attention_length} tokens"]
     c = res.critical_length
