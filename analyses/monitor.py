@@ -83,6 +83,7 @@ from analyses.options import (
 )
 from analyses.out_dirs import claim
 from analyses.prompt_pool import PoolError
+from probes.posterior_consistency import coverage
 from records import (
     Parts,
     UsageError,
@@ -175,20 +176,6 @@ def _reused(parts: Parts, name: str, sub: Any, m: interp.InterpModel, cls: type[
     res = run(sub, model=m)
     parts.mark(name, fp, [Path(name) / "summary.json"])
     return res
-
-
-def coverage(bayes: np.ndarray, p: np.ndarray, ratio: float = 0.5) -> np.ndarray:
-    """Per prompt: Σ_h p_Bayes(h)·[p(h) ≥ ratio·p_Bayes(h)] over hypotheses with posterior mass
-    (module doc); ``bayes`` and ``p`` [N, K], rows summing to 1.
-
-    Example:
-        >>> b = np.array([[0.5, 0.5, 0.0], [0.9, 0.1, 0.0]])
-        >>> coverage(b, b).tolist(), coverage(b, np.array([[1.0, 0, 0]] * 2)).tolist()
-        ([1.0, 1.0], [0.5, 0.9])
-    """
-    bayes, p = np.asarray(bayes, dtype=np.float64), np.asarray(p, dtype=np.float64)
-    kept = (bayes > 0) & (p >= ratio * bayes)
-    return (bayes * kept).sum(1)
 
 
 def _coverages(parts: Parts, m: interp.InterpModel, vcfg: ConsistencyConfig,

@@ -95,3 +95,18 @@ def permuted_within_groups(bayes: np.ndarray, group: np.ndarray, rng: np.random.
         sel = np.flatnonzero(g == v)
         idx[sel] = rng.permutation(sel)
     return b[idx]
+
+
+def coverage(bayes: np.ndarray, p: np.ndarray, ratio: float = 0.5) -> np.ndarray:
+    """Hypothesis-space coverage per prompt [N]: the posterior mass on the hypotheses the model
+    keeps alive, Σ_h p_Bayes(h)·[p(h) ≥ ratio·p_Bayes(h)] (1 for the exact posterior);
+    ``bayes`` and ``p`` [N, K], rows summing to 1.
+
+    Example:
+        >>> b = np.array([[0.5, 0.5, 0.0], [0.9, 0.1, 0.0]])
+        >>> coverage(b, b).tolist(), coverage(b, np.array([[1.0, 0, 0]] * 2)).tolist()
+        ([1.0, 1.0], [0.5, 0.9])
+    """
+    bayes, p = np.asarray(bayes, dtype=np.float64), np.asarray(p, dtype=np.float64)
+    kept = (bayes > 0) & (p >= ratio * bayes)
+    return (bayes * kept).sum(1)

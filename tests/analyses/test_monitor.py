@@ -12,7 +12,7 @@ import pytest
 
 from analyses.cli import main
 from analyses.extrapolation_result import ExtrapolationResult, SchemeSummary
-from analyses.monitor import MonitorConfig, MonitorError, coverage, run_monitor
+from analyses.monitor import MonitorConfig, MonitorError, run_monitor
 from analyses.monitor_result import (
     FAIL,
     NOT_MEASURABLE,
@@ -21,6 +21,7 @@ from analyses.monitor_result import (
     extrapolation_row,
     judge,
 )
+from probes.posterior_consistency import coverage
 from records import read_table, write_result
 
 CHECKS = ["key orthogonality", "hypothesis-space coverage", "posterior KL",
