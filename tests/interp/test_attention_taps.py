@@ -176,3 +176,13 @@ def test_bad_inputs_are_one_line_errors():
         attention_gradients(m, m.batch([[1, 2, 3]]), layers=[3])
     with pytest.raises(interp.InterpError, match="at least two tokens"):
         attention_gradients(m, m.batch([[1]]))
+
+
+@pytest.mark.parametrize("family", ["gpt_neox", "phi", "phi3", "mistral"])
+def test_the_taps_serve_every_attention_family(family, tiny_models):
+    """The other HF families' own eager kernels (Mistral with a sliding window of 3, Phi-3's fused
+    q/k/v under GQA), loaded in float64: the identities hold to their float32 softmax."""
+    m = interp.load(tiny_models[family].path, dtype="float64")
+    g = attention_gradients(m, m.batch([[1, 2, 3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14]]))
+    errs = _errors(g)
+    assert max(errs.values()) <= TOL, errs
