@@ -112,17 +112,25 @@ def _taps_kernel(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor
     # float32's lowest value still zeroes masked entries, and keeps a float32 softmax (Llama's
     # kernels take it in float32 whatever the dtype) of a float64 model's fully masked pad rows
     # finite; -1.8e308 would become -inf there and the pad rows NaN.
-    mask = attention_mask[:, :, :, :Tk].clamp(min=torch.finfo(torch.float32).min)
+    mask = attention_mask[:, :, :, :Tk]
+    if mask.dtype == torch.float64:
+        mask = mask.clamp(min=torch.finfo(torch.float32).min)
     probe = torch.zeros((B, H, T, Tk), dtype=query.dtype, device=query.device,
                         requires_grad=True)
     out, weights = eager(module, query, key, value, mask + probe, **kw)
     scaling = kw.get("scaling")
     session.kept[layer] = {
         "q": query, "k": key, "v": value, "pattern": weights, "z": out,
-        "probe": probe, "allowed": mask > torch.finfo(torch.float32).min / 2,
+        "probe": probe, "allowed": mask > _lowest(mask.dtype) / 2,
         "scaling": float(query.shape[-1] ** -0.5 if scaling is None else scaling),
     }
     return out, weights
+
+
+def _lowest(dtype: torch.dtype) -> float:
+    """The mask's value for a blocked entry: the dtype's lowest, float32's for a (clamped)
+    float64 mask."""
+    return max(torch.finfo(dtype).min, torch.finfo(torch.float32).min)
 
 
 AttentionInterface.register(TAPS_IMPLEMENTATION, _taps_kernel)

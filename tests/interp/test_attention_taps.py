@@ -157,6 +157,19 @@ def test_taps_agree_with_the_capture_sites_and_leave_the_model_as_it_was():
     assert hf.config._attn_implementation != TAPS_IMPLEMENTATION
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_the_allowed_mask_is_causal_in_every_dtype(dtype):
+    torch.manual_seed(3)
+    cfg = LlamaConfig(num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                      hidden_size=16, intermediate_size=16, vocab_size=13)
+    m = interp.InterpModel(LlamaForCausalLM(cfg).to(dtype))
+    t = attention_gradients(m, m.batch([[1, 2, 3, 4], [5, 6]])).layers[0]
+    allowed = t.allowed.numpy()[:, 0]  # [B, T, T]
+    causal = np.tril(np.ones((4, 4), dtype=bool))
+    assert (allowed[0] == causal).all()
+    assert (allowed[1] == causal & np.array([False, False, True, True])).all()  # left padding
+
+
 def test_frozen_weights_still_give_gradients():
     m = _single_head()
     for p in m.hf.parameters():
