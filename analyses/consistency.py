@@ -59,6 +59,7 @@ from probes.posterior_consistency import (
 from records import (
     UsageError,
     check_options,
+    json_safe,
     option,
     run_manifest,
     write_json,
@@ -205,8 +206,7 @@ def _write(cfg: ConsistencyConfig, m: interp.InterpModel, res: ConsistencyResult
 
     out = Path(cfg.out)
     manifest = run_manifest(seed=cfg.seed, dtype=m.info.dtype, model=m.info.to_dict(),
-                            verify={k: str(v) if isinstance(v, Path) else v
-                                    for k, v in asdict(cfg).items()})
+                            verify=json_safe(asdict(cfg)))
     heads = pd.DataFrame([asdict(h) for h in res.heads]).assign(model=res.model)
     write_table(out / "heads.parquet", heads)
     write_table(out / "groups.parquet", groups)

@@ -39,6 +39,7 @@ from probes.key_frame import FrameScore, score_frame
 from records import (
     UsageError,
     check_options,
+    json_safe,
     option,
     run_manifest,
     write_json,
@@ -156,8 +157,7 @@ def _write(cfg: DetectConfig, m: interp.InterpModel, res: DetectResult) -> None:
 
     out = Path(cfg.out)
     manifest = run_manifest(seed=cfg.seed, dtype=m.info.dtype, model=m.info.to_dict(),
-                            detect={k: str(v) if isinstance(v, Path) else v
-                                    for k, v in asdict(cfg).items()})
+                            detect=json_safe(asdict(cfg)))
     table = pd.DataFrame([asdict(h) for h in res.heads]).assign(model=res.model)
     write_table(out / "table.parquet", table)
     write_result(out / "summary.json", res)

@@ -52,6 +52,7 @@ from probes import routing_law as rl
 from records import (
     UsageError,
     check_options,
+    json_safe,
     option,
     run_manifest,
     write_json,
@@ -237,8 +238,7 @@ def _write(cfg: VerifyConfig, m: interp.InterpModel, res: VerifyResult, table: p
 
     out = Path(cfg.out)
     manifest = run_manifest(seed=cfg.seed, dtype=cfg.dtype, model=m.info.to_dict(),
-                            dynamics_verify={k: str(v) if isinstance(v, Path) else v
-                                             for k, v in asdict(cfg).items()})
+                            dynamics_verify=json_safe(asdict(cfg)))
     write_table(out / "table.parquet", table.assign(model=res.model))
     write_table(out / "value_step.parquet", steps.assign(model=res.model))
     write_result(out / "summary.json", res)

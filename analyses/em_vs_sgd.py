@@ -69,6 +69,7 @@ from records import (
     UsageError,
     check_options,
     fingerprint,
+    json_safe,
     option,
     run_manifest,
     write_json,
@@ -286,9 +287,9 @@ def run_em_vs_sgd(cfg: EmVsSgdConfig) -> EmVsSgdResult:
                 runs[proto, seed] = run_cell(proto, seed, cfg, parts, bar)
         result, curves, table = _assemble(cfg, seeds, floor, runs, time.perf_counter() - t0)
         out = Path(cfg.out)
-        manifest = run_manifest(seed=seeds[0], em_vs_sgd={
-            k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
-            seeds=seeds, seeding="torch.Generator per the authors' code (windtunnel.sticky_chain)")
+        manifest = run_manifest(seed=seeds[0], em_vs_sgd=json_safe(asdict(cfg)), seeds=seeds,
+                                seeding="torch.Generator per the authors' code "
+                                        "(windtunnel.sticky_chain)")
         write_table(out / "table.parquet", curves)
         write_table(out / "cells.parquet", table)
         write_result(out / "summary.json", result)

@@ -42,6 +42,7 @@ from records import (
     check_options,
     file_sha256,
     fingerprint,
+    json_safe,
     option,
     run_manifest,
     write_json,
@@ -200,8 +201,7 @@ def _write(cfg: ExtrapolationConfig, res: ExtrapolationResult, table: pd.DataFra
 
     out = Path(cfg.out)
     manifest = run_manifest(seed=cfg.seed, dtype="float32",
-                            extrapolation={k: str(v) if isinstance(v, Path) else v
-                                           for k, v in asdict(cfg).items()})
+                            extrapolation=json_safe(asdict(cfg)))
     write_table(out / "table.parquet", table)
     write_table(out / "table.csv", table)
     write_result(out / "summary.json", res)

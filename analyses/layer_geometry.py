@@ -58,6 +58,7 @@ from probes.cluster_separation import label_silhouette
 from records import (
     UsageError,
     check_options,
+    json_safe,
     option,
     read_json,
     run_manifest,
@@ -262,8 +263,7 @@ def _write(cfg: LayerGeometryConfig, m: interp.InterpModel, res: LayerGeometryRe
 
     out = Path(cfg.out)
     manifest = run_manifest(seed=cfg.seed, dtype=m.info.dtype, model=m.info.to_dict(),
-                            layer_geometry={k: str(v) if isinstance(v, Path) else v
-                                            for k, v in asdict(cfg).items()})
+                            layer_geometry=json_safe(asdict(cfg)))
     table = tidy_table(res)
     write_table(out / "table.parquet", table)
     write_table(out / "scatter.parquet", scatter)

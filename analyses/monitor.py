@@ -90,6 +90,7 @@ from records import (
     check_options,
     fingerprint,
     from_json,
+    json_safe,
     option,
     run_manifest,
     run_settings,
@@ -269,8 +270,7 @@ def _write(cfg: MonitorConfig, m: interp.InterpModel, res: MonitorResult) -> Non
 
     out = Path(cfg.out)
     manifest = run_manifest(seed=cfg.seed, dtype=m.info.dtype, model=m.info.to_dict(),
-                            monitor={k: str(v) if isinstance(v, Path) else v
-                                     for k, v in asdict(cfg).items()})
+                            monitor=json_safe(asdict(cfg)))
     table = res.table()
     write_table(out / "table.parquet", table)
     write_text(out / "table.csv", table.to_csv(index=False))

@@ -71,6 +71,7 @@ from probes.decay_fit import CriticalLength, bootstrap_critical_length
 from records import (
     UsageError,
     check_options,
+    json_safe,
     option,
     run_manifest,
     write_json,
@@ -309,8 +310,7 @@ def _write(cfg: StabilityConfig, m: interp.InterpModel, res: StabilityResult,
 
     out = Path(cfg.out)
     manifest = run_manifest(seed=cfg.seed, dtype=m.info.dtype, model=m.info.to_dict(),
-                            stability={k: str(v) if isinstance(v, Path) else v
-                                       for k, v in asdict(cfg).items()})
+                            stability=json_safe(asdict(cfg)))
     write_table(out / "table.parquet", table)
     write_table(out / "table.csv", table)
     write_table(out / "sequences.parquet", seqs)
