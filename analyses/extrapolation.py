@@ -29,6 +29,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
@@ -51,7 +52,7 @@ from records import (
 )
 from windtunnel import load_run, make_token_task
 from windtunnel.long_eval import chunked_logits
-from windtunnel.metrics import Accumulator, calibration_stats, report_from, slice_log_probs
+from windtunnel.metrics import calibration_stats, slice_log_probs
 from windtunnel.seeds import Purpose, stream
 from windtunnel.train_config import TrainConfig
 from windtunnel.training import train
@@ -112,25 +113,41 @@ class ExtrapolationConfig:
                            final_eval_size=512, ckpt_every=every, device=self.device)
 
 
+def score_sequences(model: torch.nn.Module, task, length: int, n_eval: int, eval_batch: int,
+                    chunk: int, seed: int) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
+    """``n_eval`` held-out sequences of ``length`` tokens (evaluation stream of ``seed``, batch
+    i at index 1000 + i), read through the chunked forward: the [n_eval, length] token ids and
+    per-sequence outcomes [n_eval] over the hypothesis slice -- ``correct`` (1/0),
+    ``kl_bits``, ``entropy_abs_err_bits``, ``h_bayes_bits`` and ``bayes_max`` (max_h p_Bayes,
+    the Bayes predictor's expected accuracy)."""
+    ids, cols = [], {k: [] for k in ("correct", "kl_bits", "entropy_abs_err_bits",
+                                     "h_bayes_bits", "bayes_max")}
+    device = next(model.parameters()).device
+    for i in range(0, n_eval, eval_batch):
+        k = min(eval_batch, n_eval - i)
+        b = task.sample_at(length, k, stream(seed, Purpose.EVAL, 1000 + i))
+        logits = chunked_logits(model, b.input_ids.to(device), chunk=chunk,
+                                positions=b.query_pos.tolist())
+        s = calibration_stats(slice_log_probs(logits.cpu(), task.hyp_slice), b.oracle,
+                              b.targets)
+        for key, v in (("correct", s.correct), ("kl_bits", s.kl_bayes_model),
+                       ("entropy_abs_err_bits", (s.h_model - s.h_bayes).abs()),
+                       ("h_bayes_bits", s.h_bayes), ("bayes_max", b.bayes_max())):
+            cols[key].append(v.double().reshape(k, -1).mean(1).numpy())
+        ids.append(b.input_ids)
+    return torch.cat(ids), {k: np.concatenate(v) for k, v in cols.items()}
+
+
 def evaluate_at(model: torch.nn.Module, task, length: int, cfg: ExtrapolationConfig,
                 ) -> dict[str, float]:
-    """One cell's numbers (module doc) at ``length`` tokens."""
-    acc, bayes_hits, n = Accumulator(), 0.0, 0
-    device = next(model.parameters()).device
-    for i in range(0, cfg.n_eval, cfg.eval_batch):
-        k = min(cfg.eval_batch, cfg.n_eval - i)
-        b = task.sample_at(length, k, stream(cfg.seed, Purpose.EVAL, 1000 + i))
-        q = b.query_pos.tolist()
-        logits = chunked_logits(model, b.input_ids.to(device), chunk=cfg.chunk, positions=q)
-        logp = slice_log_probs(logits.cpu(), task.hyp_slice)
-        acc.add(calibration_stats(logp, b.oracle, b.targets))
-        bayes_hits += float(b.bayes_max().sum())  # the Bayes predictor's expected accuracy
-        n += b.targets.numel()
-    rep = report_from(acc)
-    return {"accuracy": rep.accuracy, "kl_bits": rep.kl_bits,
-            "entropy_mae_bits": rep.entropy_mae_bits,
-            "bayes_entropy_bits": rep.mean_bayes_entropy_bits,
-            "bayes_accuracy": bayes_hits / n, "chance": 1.0 / task.n_hypotheses}
+    """One cell's numbers (module doc) at ``length`` tokens: the means of
+    :func:`score_sequences`."""
+    _, s = score_sequences(model, task, length, cfg.n_eval, cfg.eval_batch, cfg.chunk,
+                           cfg.seed)
+    return {"accuracy": float(s["correct"].mean()), "kl_bits": float(s["kl_bits"].mean()),
+            "entropy_mae_bits": float(s["entropy_abs_err_bits"].mean()),
+            "bayes_entropy_bits": float(s["h_bayes_bits"].mean()),
+            "bayes_accuracy": float(s["bayes_max"].mean()), "chance": 1.0 / task.n_hypotheses}
 
 
 def extrapolation_ratio(accuracy: dict[int, float], tolerance: float) -> int:

@@ -59,6 +59,7 @@ from tqdm.auto import tqdm
 
 import interp
 from analyses.detect import DetectConfig, head_frames
+from analyses.extrapolation import score_sequences
 from analyses.layer_geometry import _run_record
 from analyses.models import open_model
 from analyses.options import model_option, out_option, progress_option, restart_option, seed_option
@@ -78,8 +79,7 @@ from records import (
     write_result,
     write_table,
 )
-from windtunnel.long_eval import chunked_logits, position_limit
-from windtunnel.metrics import calibration_stats, slice_log_probs
+from windtunnel.long_eval import position_limit
 from windtunnel.seeds import Purpose, stream
 
 #: a text model's passkey hypotheses (the ten digits) and its key frame (most frequent tokens)
@@ -140,28 +140,6 @@ def eval_lengths(cfg: StabilityConfig, train_length: int) -> list[int]:
     return sorted({round(float(x)) for x in grid})
 
 
-def score_sequences(model: torch.nn.Module, task, length: int, cfg: StabilityConfig,
-                    ) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
-    """The [n_eval, length] token ids read and per-sequence outcomes [n_eval]: ``correct``
-    (1/0), ``kl_bits``, ``entropy_abs_err_bits``, ``h_bayes_bits``, ``bayes_max`` (max_h
-    p_Bayes, the Bayes predictor's expected accuracy)."""
-    ids, cols = [], {k: [] for k in ("correct", "kl_bits", "entropy_abs_err_bits",
-                                     "h_bayes_bits", "bayes_max")}
-    for i in range(0, cfg.n_eval, cfg.eval_batch):
-        k = min(cfg.eval_batch, cfg.n_eval - i)
-        b = task.sample_at(length, k, stream(cfg.seed, Purpose.EVAL, 1000 + i))
-        logits = chunked_logits(model, b.input_ids, chunk=cfg.chunk,
-                                positions=b.query_pos.tolist())
-        s = calibration_stats(slice_log_probs(logits.cpu(), task.hyp_slice), b.oracle,
-                              b.targets)
-        for key, v in (("correct", s.correct), ("kl_bits", s.kl_bayes_model),
-                       ("entropy_abs_err_bits", (s.h_model - s.h_bayes).abs()),
-                       ("h_bayes_bits", s.h_bayes), ("bayes_max", b.bayes_max())):
-            cols[key].append(v.double().reshape(k, -1).mean(1).numpy())
-        ids.append(b.input_ids)
-    return torch.cat(ids), {k: np.concatenate(v) for k, v in cols.items()}
-
-
 def query_attention_entropy(m: interp.InterpModel, tokens: torch.Tensor,
                             cfg: StabilityConfig) -> np.ndarray:
     """Entropy (bits) of the last position's attention row [n, n_layers, n_heads]."""
@@ -219,7 +197,8 @@ def _measure(m: interp.InterpModel, twin: interp.InterpModel, length: int,
     if m.task is None:
         tokens, seq = score_passkey(m, length, cfg)
     else:
-        tokens, seq = score_sequences(m.hf, m.task, length, cfg)
+        tokens, seq = score_sequences(m.hf, m.task, length, cfg.n_eval, cfg.eval_batch,
+                                      cfg.chunk, cfg.seed)
     cell: dict = {"length": length, "seq": seq, "note": "",
                   "V": m.task.n_hypotheses if m.task is not None else PASSKEY_HYPOTHESES}
     want = set(cfg.metrics)
