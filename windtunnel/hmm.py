@@ -14,6 +14,7 @@ filtering posterior p(s_t | o_0..o_t), computed in log space in float64.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ import torch
 
 from infotheory import entropy_bits_from_probs
 from records import option
+from windtunnel.seeds import Purpose, stream
 from windtunnel.task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
 
 FLOOR_CENTS = 5
@@ -104,6 +106,79 @@ def filtering_posterior(T: np.ndarray, E: np.ndarray, obs: np.ndarray) -> np.nda
     return out
 
 
+def windowed_filter(T: np.ndarray, E: np.ndarray, obs: np.ndarray, window: int) -> np.ndarray:
+    """The filter that sees only the last ``window`` observations: p(s_t | o_{t-w+1..t}) with a
+    uniform belief about s_{t-w+1} (the exact filter once t < w). A trivial-baseline ladder for
+    the HMM tunnel: how much history a model's predictions are worth. ``T`` [n,S,S], ``E``
+    [n,S,O], ``obs`` [n,K] as in :func:`filtering_posterior`; returns [n,K,S].
+
+    Example:
+        >>> T = E = np.full((1, 2, 2), 0.5); obs = np.array([[0, 1, 1]])
+        >>> windowed_filter(T, E, obs, 1)[0, 2].tolist()
+        [0.5, 0.5]
+    """
+    if window < 1:
+        raise TaskConfigError(f"window must be >= 1 observation, got {window}")
+    K = obs.shape[1]
+    return np.stack([filtering_posterior(T, E, obs[:, max(0, t - window + 1) : t + 1])[:, -1]
+                     for t in range(K)], axis=1)
+
+
+def history_free_filter(T: np.ndarray, E: np.ndarray, obs: np.ndarray) -> np.ndarray:
+    """p(s_t | T, E, o_t): the posterior from the current observation and the exact prior
+    marginal π₀Tᵗ, ignoring every earlier observation -- what a model that reads the header but
+    not the observation history can at best predict (the plateau the CPU-sized transformers sit
+    on; see the README). Shapes as in :func:`filtering_posterior`; returns [n,K,S].
+
+    Example:
+        >>> T = np.array([[[0.9, 0.1], [0.5, 0.5]]]); E = np.full((1, 2, 2), 0.5)
+        >>> history_free_filter(T, E, np.array([[0, 1]]))[0, 1].round(2).tolist()
+        [0.7, 0.3]
+    """
+    n, S, _ = T.shape
+    prior = np.full((n, S), 1.0 / S)
+    out = np.empty((n, obs.shape[1], S))
+    for t in range(obs.shape[1]):
+        if t > 0:
+            prior = np.einsum("ns,nsr->nr", prior, T)
+        a = prior * E[np.arange(n), :, obs[:, t]]
+        out[:, t] = a / a.sum(axis=1, keepdims=True)
+    return out
+
+
+def window_ladder(task: HMMTask, windows: Sequence[int], n: int = 2000, seed: int = 0,
+                  batch_size: int = 500) -> dict[int | str, dict[str, Any]]:
+    """Per-sample entropy MAE (Paper I, bits) of :func:`windowed_filter` against the exact
+    filter, per window, on the held-out sequences :func:`windtunnel.evaluate.evaluate` scores
+    (batch ``i`` of ``batch_size`` from stream ``(seed, EVAL, i)``; pass its ``batch_size``).
+    Returns ``{w: {"entropy_mae_bits": float, "per_position": [K floats]}}``, and under the
+    key ``"history-free"`` the same for :func:`history_free_filter`: the controls a model's
+    HMM MAE sits beside (how many observations back its predictions are worth).
+
+    Example:
+        >>> from windtunnel import make_task
+        >>> lad = window_ladder(make_task("hmm", K=4), [1, 4], n=50)
+        >>> lad[4]["entropy_mae_bits"] < 1e-12 < lad[1]["entropy_mae_bits"]
+        True
+    """
+    errs: dict[int | str, list[np.ndarray]] = {w: [] for w in (*windows, "history-free")}
+    done, i = 0, 0
+    while done < n:
+        b = task.sample(min(batch_size, n - done), stream(seed, Purpose.EVAL, i))
+        T, E, obs = task.decode(b.input_ids.numpy())
+        h = b.entropy_bits.numpy()
+        for w in errs:
+            q = history_free_filter(T, E, obs) if w == "history-free" else \
+                windowed_filter(T, E, obs, int(w))
+            errs[w].append(np.abs(entropy_bits_from_probs(q) - h))
+        done, i = done + len(h), i + 1
+    out = {}
+    for w, e in errs.items():
+        a = np.concatenate(e)
+        out[w] = {"entropy_mae_bits": float(a.mean()), "per_position": a.mean(0).tolist()}
+    return out
+
+
 @register_task(HMMConfig)
 class HMMTask(TokenTask):
     name = "hmm"
@@ -163,6 +238,14 @@ class HMMTask(TokenTask):
             "state_tokens": [STATE_BASE, STATE_BASE + self.S - 1],
             "header_len": self.header_len,
         }
+
+    def decode(self, input_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The HMM a batch's tokens state: (T [n,S,S], E [n,S,O] probabilities, obs [n,K])."""
+        ids = np.asarray(input_ids)
+        n, S, O = ids.shape[0], self.S, self.O  # noqa: E741
+        T = (ids[:, 1 : 1 + S * S].reshape(n, S, S) + FLOOR_CENTS) / 100.0
+        E = (ids[:, 2 + S * S : 2 + S * S + S * O].reshape(n, S, O) + FLOOR_CENTS) / 100.0
+        return T, E, ids[:, self.header_len + 1 :: 2] - OBS_BASE
 
     def _sample(self, rng: np.random.Generator, n: int) -> TaskBatch:
         S, O, K = self.S, self.O, self.K  # noqa: E741

@@ -3,6 +3,7 @@ import itertools
 import numpy as np
 import pytest
 
+from infotheory import entropy_bits_from_probs
 from windtunnel import make_task
 from windtunnel.hmm import (
     EMIT,
@@ -12,7 +13,10 @@ from windtunnel.hmm import (
     TRANS,
     discretise_rows,
     filtering_posterior,
+    history_free_filter,
     sample_hmm_params,
+    window_ladder,
+    windowed_filter,
 )
 
 
@@ -52,6 +56,73 @@ def test_filtering_posterior_matches_enumeration_over_hidden_paths():
             np.testing.assert_allclose(
                 post[i, t], _brute_force(T[i], E[i], obs[i, : t + 1]), rtol=1e-12, atol=1e-14
             )
+
+
+def test_windowed_filter_is_the_filter_from_a_uniform_belief_w_observations_back():
+    rng = np.random.default_rng(3)
+    Tc, Ec = sample_hmm_params(rng, 3, 5, 5)
+    T, E = Tc / 100, Ec / 100
+    obs = rng.integers(0, 5, size=(3, 6))
+    for w in (1, 2, 3):
+        got = windowed_filter(T, E, obs, w)
+        for i in range(3):
+            for t in range(6):
+                lo = max(0, t - w + 1)
+                np.testing.assert_allclose(got[i, t], _brute_force(T[i], E[i], obs[i, lo : t + 1]),
+                                           rtol=1e-12, atol=1e-14)
+    # w = 1 is the emission column alone; w >= K is the exact filter
+    np.testing.assert_allclose(windowed_filter(T, E, obs, 1)[:, 2],
+                               E[np.arange(3), :, obs[:, 2]] / E[np.arange(3), :, obs[:, 2]]
+                               .sum(-1, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(windowed_filter(T, E, obs, 6), filtering_posterior(T, E, obs),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="window"):
+        windowed_filter(T, E, obs, 0)
+
+
+def test_decode_recovers_the_hmm_and_observations_behind_a_batch():
+    t = make_task("hmm", K=6)
+    b = t.sample(3, seed=2)
+    T, E, obs = t.decode(b.input_ids.numpy())
+    np.testing.assert_allclose(filtering_posterior(T, E, obs), b.posterior.numpy(), rtol=1e-12)
+    assert obs.shape == (3, 6) and (T.sum(-1).round(12) == 1).all()
+
+
+def test_window_ladder_falls_with_the_window_and_scores_the_evaluation_sequences():
+    t = make_task("hmm", K=8)
+    lad = window_ladder(t, [1, 2, 3, 8], n=300, seed=4, batch_size=120)
+    maes = [lad[w]["entropy_mae_bits"] for w in (1, 2, 3, 8)]
+    assert maes[0] > maes[1] > maes[2] > 0 and maes[3] < 1e-12
+    # position t is exact for every window longer than t
+    assert lad[2]["per_position"][0] < 1e-12 and lad[2]["per_position"][2] > 0.01
+    # the same sequences as evaluate's: its batch i is stream (seed, EVAL, i)
+    from windtunnel.seeds import Purpose, stream
+    b = t.sample(120, stream(4, Purpose.EVAL, 0))
+    T, E, obs = t.decode(b.input_ids.numpy())
+    one = np.abs(entropy_bits_from_probs(windowed_filter(T, E, obs, 1)) - b.entropy_bits.numpy())
+    part = window_ladder(t, [1], n=120, seed=4, batch_size=120)[1]["entropy_mae_bits"]
+    assert part == pytest.approx(one.mean(), rel=1e-12)
+    # ignoring the history (exact prior marginal) lies between one and two observations
+    assert maes[0] > lad["history-free"]["entropy_mae_bits"] > maes[1]
+
+
+def test_history_free_filter_is_the_posterior_given_the_current_observation_alone():
+    rng = np.random.default_rng(8)
+    Tc, Ec = sample_hmm_params(rng, 2, 5, 5)
+    T, E = Tc / 100, Ec / 100
+    obs = rng.integers(0, 5, size=(2, 4))
+    got = history_free_filter(T, E, obs)
+    for i in range(2):
+        for t in range(4):
+            # enumerate hidden paths; condition on o_t alone (earlier observations summed out)
+            joint = np.zeros(5)
+            for path in itertools.product(range(5), repeat=t + 1):
+                p = 0.2
+                for j in range(1, t + 1):
+                    p *= T[i, path[j - 1], path[j]]
+                joint[path[-1]] += p * E[i, path[-1], obs[i, t]]
+            np.testing.assert_allclose(got[i, t], joint / joint.sum(), rtol=1e-12)
+    np.testing.assert_allclose(got[:, 0], filtering_posterior(T, E, obs)[:, 0], rtol=1e-12)
 
 
 def test_token_layout_and_lengths():
