@@ -9,15 +9,25 @@ entropy MAE (Paper I, bits, 500 sequences) is logged; the report gives, per reci
 wall time at which it reached each threshold (``elapsed_s`` of the metrics log: time since the
 run started, the periodic evaluations included, as the time budget counts them), the steps
 made, the final MAE on 2,000 held-out sequences at K = 20, 30 and 50, and each recipe's time to
-threshold as a ratio to the baseline's. Writes runs/bench/hmm_time_to_bits[-CANDIDATES].json.
+threshold as a ratio to the baseline's. Writes runs/bench/hmm_time_to_bits[-CANDIDATES].json
+(``-solo-RECIPE-Nt`` for ``--solo``).
 
     python benchmarks/hmm_time_to_bits.py                  # 15 minutes (2 cores)
     python benchmarks/hmm_time_to_bits.py --minutes 2      # a quick look
     python benchmarks/hmm_time_to_bits.py --candidates llama-rope/small-deep
+    python benchmarks/hmm_time_to_bits.py --solo transformer/small-deep --threads 2
 
 Candidates (``--candidates``, each run beside the baseline): ``transformer/small-deep`` (the
 default: the baseline at twice the depth, for the filter's recursion), ``llama/small``,
 ``llama-rope/small-deep``.
+
+``--solo RECIPE --threads 2`` trains one recipe alone on two torch threads: the issue's setting
+(15 minutes of training on 2 CPU cores). Beside every recipe's final MAE the report puts its
+controls (:func:`windtunnel.hmm.window_ladder`, on the same 2,000 held-out sequences): the MAE
+of the exact filter restarted from a uniform belief w observations back, and of the
+history-free posterior p(s_t | T, E, o_t) (the header and the current observation, no earlier
+observation); and the model's per-position MAE at K = 20 (position 0 needs only the emission
+column; later positions need the recursion).
 """
 
 from __future__ import annotations
@@ -35,14 +45,17 @@ RECIPES = {name: dict(zip(("arch", "preset"), name.split("/"), strict=True))
 THRESHOLDS = (0.05, 0.02, 0.01)
 
 
-def run_recipe(name: str, minutes: float, eval_every: int, root: str) -> dict:
+LADDER = (1, 2, 3, 4, 6)
+
+
+def run_recipe(name: str, minutes: float, eval_every: int, root: str, threads: int = 1) -> dict:
     import pandas as pd
     import torch
 
     from windtunnel.evaluate import evaluate
     from windtunnel.training import TrainConfig, train
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     cfg = TrainConfig(task="hmm", batch_size=64, steps=1_000_000, max_minutes=minutes,
                       eval_every=eval_every, eval_size=500, seed=0, **RECIPES[name])
     out = Path(root) / name.replace("/", "-")
@@ -56,11 +69,63 @@ def run_recipe(name: str, minutes: float, eval_every: int, root: str) -> dict:
 
     model = load_model(out / "model")
     task = cfg.validate()
-    final = {f"K={k}": evaluate(model, task.with_K(k), 2000, 0, logit_lens=False)
-             .entropy_mae_bits for k in (20, 30, 50)}
-    return {"recipe": name, **RECIPES[name], "params": res.params, "steps": res.steps_done,
-            "train_s": res.wall_s, "seconds_to_bits": reached, "final_mae_bits": final,
+    reps = {k: evaluate(model, task.with_K(k), 2000, 0, logit_lens=False) for k in (20, 30, 50)}
+    final = {f"K={k}": r.entropy_mae_bits for k, r in reps.items()}
+    per_pos = reps[20].per_position["entropy_abs_err_bits"]
+    return {"recipe": name, **RECIPES[name], "threads": threads, "params": res.params,
+            "steps": res.steps_done, "train_s": res.wall_s, "seconds_to_bits": reached,
+            "final_mae_bits": final, "per_position_K20": per_pos,
+            "kl_bits_K20": kl_to_references(model, task),
             "curve": log[["step", "elapsed_s", "eval_entropy_mae_bits"]].values.tolist()}
+
+
+def kl_to_references(model, task, n: int = 2000) -> dict[str, float]:
+    """Mean KL(reference ‖ model) in bits at K = 20, positions 1-19 (position 0 is the same for
+    both references), on the final evaluation's sequences: the reference the exact filter, or
+    the history-free posterior p(s_t | T, E, o_t). Which of the two the model is closer to says
+    whether it uses the observation history at all."""
+    import torch
+
+    from infotheory import kl_bits
+    from windtunnel.evaluate import EVAL_BATCH
+    from windtunnel.hmm import history_free_filter
+    from windtunnel.seeds import Purpose, stream
+
+    sums, done, i = {"exact": 0.0, "history-free": 0.0}, 0, 0
+    with torch.no_grad():
+        while done < n:
+            b = task.sample(min(EVAL_BATCH, n - done), stream(0, Purpose.EVAL, i))
+            logp = torch.log_softmax(model(b.input_ids).logits[:, b.query_pos, task.hyp_slice]
+                                     .double(), -1).numpy()[:, 1:]
+            refs = {"exact": b.posterior.numpy(),
+                    "history-free": history_free_filter(*task.decode(b.input_ids.numpy()))}
+            for k, q in refs.items():
+                sums[k] += float(kl_bits(q[:, 1:], log_q=logp).mean(1).sum())
+            done, i = done + len(logp), i + 1
+    return {k: v / done for k, v in sums.items()}
+
+
+def ladder_summary() -> dict:
+    """The window ladder at K = 20 on the final evaluation's 2,000 sequences (seed 0)."""
+    from windtunnel import make_task
+    from windtunnel.evaluate import EVAL_BATCH
+    from windtunnel.hmm import window_ladder
+
+    lad = window_ladder(make_task("hmm", K=20), LADDER, 2000, 0, EVAL_BATCH)
+    return {str(w): v for w, v in lad.items()}
+
+
+def effective_window(mae: float, ladder: dict) -> float | None:
+    """Where ``mae`` sits on the ladder: w interpolated in log MAE between the two windows
+    bracketing it (None outside the ladder's range)."""
+    import itertools
+    import math
+
+    pts = [(int(w), v["entropy_mae_bits"]) for w, v in ladder.items() if w.isdigit()]
+    for (w0, m0), (w1, m1) in itertools.pairwise(pts):
+        if m1 <= mae <= m0:
+            return w0 + (w1 - w0) * math.log(m0 / mae) / math.log(m0 / m1)
+    return None
 
 
 def main() -> None:
@@ -71,32 +136,53 @@ def main() -> None:
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--candidates", default="transformer/small-deep",
                     help=f"comma-separated, from {', '.join(list(RECIPES)[1:])}")
+    ap.add_argument("--solo", default=None, metavar="RECIPE",
+                    help="train this recipe alone (no baseline beside it), on --threads")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per recipe")
     a = ap.parse_args()
-    names = [BASELINE, *a.candidates.split(",")]
+    names = [a.solo] if a.solo else [BASELINE, *a.candidates.split(",")]
+    if a.threads < 1:
+        ap.error(f"--threads must be >= 1, got {a.threads}")
     bad = [n for n in names if n not in RECIPES]
     if bad:
         ap.error(f"unknown recipe(s) {', '.join(bad)}; choose from {', '.join(RECIPES)}")
     root = tempfile.mkdtemp(prefix="hmm-bench-")
     try:
         with mp.get_context("spawn").Pool(len(names)) as pool:
-            rows = pool.starmap(run_recipe, [(n, a.minutes, a.eval_every, root)
+            rows = pool.starmap(run_recipe, [(n, a.minutes, a.eval_every, root, a.threads)
                                              for n in names])
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    base = rows[0]["seconds_to_bits"]
+    ladder = ladder_summary()
+    print("controls at K = 20: the filter from a uniform belief w observations back, "
+          + ", ".join(f"w={w} {v['entropy_mae_bits']:.4f}" for w, v in ladder.items()
+                      if w.isdigit())
+          + f"; the history-free posterior p(s_t | T, E, o_t) "
+          f"{ladder['history-free']['entropy_mae_bits']:.4f}")
+    base = None if a.solo else rows[0]["seconds_to_bits"]
     for r in rows:
-        r["ratio_to_baseline"] = {t: (None if r["seconds_to_bits"][t] is None or base[t] is None
-                                      else r["seconds_to_bits"][t] / base[t]) for t in base}
+        if base is not None:
+            r["ratio_to_baseline"] = {
+                t: (None if r["seconds_to_bits"][t] is None or base[t] is None
+                    else r["seconds_to_bits"][t] / base[t]) for t in base}
+        r["effective_window"] = effective_window(r["final_mae_bits"]["K=20"], ladder)
         hits = ", ".join(f"{t} bits {'not reached' if s is None else f'at {s:.0f} s'}"
                          for t, s in r["seconds_to_bits"].items())
         fin = ", ".join(f"{k} {v:.4f}" for k, v in r["final_mae_bits"].items())
-        print(f"{r['recipe']:<24} {r['params']:>8,} params {r['steps']:>6} steps: {hits}; "
-              f"final MAE {fin}", flush=True)
-    tag = "" if names[1:] == ["transformer/small-deep"] else "-" + "-".join(
-        n.replace("/", "_") for n in names[1:])
+        pp = r["per_position_K20"]
+        w = r["effective_window"]
+        print(f"{r['recipe']:<24} {r['params']:>8,} params {r['steps']:>6} steps "
+              f"({r['threads']} thread(s)): {hits}; final MAE {fin}; K = 20 position 0 "
+              f"{pp[0]:.4f}, positions 1-19 {sum(pp[1:]) / len(pp[1:]):.4f}; effective window "
+              f"{'outside the ladder' if w is None else f'{w:.2f}'}; KL(exact ‖ model) "
+              f"{r['kl_bits_K20']['exact']:.4f} bits, KL(history-free ‖ model) "
+              f"{r['kl_bits_K20']['history-free']:.4f} bits (positions 1-19)", flush=True)
+    tag = ("-solo-" + a.solo.replace("/", "_") + f"-{a.threads}t" if a.solo else
+           "" if names[1:] == ["transformer/small-deep"] else "-" + "-".join(
+               n.replace("/", "_") for n in names[1:]))
     write_json(Path(f"runs/bench/hmm_time_to_bits{tag}.json"),
-               {"manifest": run_manifest(), "minutes": a.minutes, "threads_per_recipe": 1,
-                "thresholds_bits": THRESHOLDS, "results": rows})
+               {"manifest": run_manifest(), "minutes": a.minutes, "threads_per_recipe": a.threads,
+                "thresholds_bits": THRESHOLDS, "window_ladder_K20": ladder, "results": rows})
 
 
 if __name__ == "__main__":
