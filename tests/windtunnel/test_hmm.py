@@ -45,11 +45,15 @@ def _brute_force(T, E, obs):
     return post / post.sum()
 
 
+def _random_hmms(seed: int, n: int, K: int):
+    """``n`` HMMs of the task's prior (probabilities) and ``K`` uniform observations each."""
+    rng = np.random.default_rng(seed)
+    Tc, Ec = sample_hmm_params(rng, n, 5, 5)
+    return Tc / 100, Ec / 100, rng.integers(0, 5, size=(n, K))
+
+
 def test_filtering_posterior_matches_enumeration_over_hidden_paths():
-    rng = np.random.default_rng(1)
-    Tc, Ec = sample_hmm_params(rng, 3, 5, 5)
-    T, E = Tc / 100, Ec / 100
-    obs = rng.integers(0, 5, size=(3, 5))
+    T, E, obs = _random_hmms(1, 3, 5)
     post = filtering_posterior(T, E, obs)
     for i in range(3):
         for t in range(5):
@@ -59,10 +63,7 @@ def test_filtering_posterior_matches_enumeration_over_hidden_paths():
 
 
 def test_windowed_filter_is_the_filter_from_a_uniform_belief_w_observations_back():
-    rng = np.random.default_rng(3)
-    Tc, Ec = sample_hmm_params(rng, 3, 5, 5)
-    T, E = Tc / 100, Ec / 100
-    obs = rng.integers(0, 5, size=(3, 6))
+    T, E, obs = _random_hmms(3, 3, 6)
     for w in (1, 2, 3):
         got = windowed_filter(T, E, obs, w)
         for i in range(3):
@@ -107,10 +108,7 @@ def test_window_ladder_falls_with_the_window_and_scores_the_evaluation_sequences
 
 
 def test_history_free_filter_is_the_posterior_given_the_current_observation_alone():
-    rng = np.random.default_rng(8)
-    Tc, Ec = sample_hmm_params(rng, 2, 5, 5)
-    T, E = Tc / 100, Ec / 100
-    obs = rng.integers(0, 5, size=(2, 4))
+    T, E, obs = _random_hmms(8, 2, 4)
     got = history_free_filter(T, E, obs)
     for i in range(2):
         for t in range(4):
