@@ -108,10 +108,9 @@ def kl_to_references(model, task, n: int = 2000) -> dict[str, float]:
 def ladder_summary() -> dict:
     """The window ladder at K = 20 on the final evaluation's 2,000 sequences (seed 0)."""
     from windtunnel import make_task
-    from windtunnel.evaluate import EVAL_BATCH
     from windtunnel.hmm import window_ladder
 
-    lad = window_ladder(make_task("hmm", K=20), LADDER, 2000, 0, EVAL_BATCH)
+    lad = window_ladder(make_task("hmm", K=20), LADDER, 2000, 0)
     return {str(w): v for w, v in lad.items()}
 
 

@@ -23,6 +23,7 @@ import torch
 
 from infotheory import entropy_bits_from_probs
 from records import option
+from windtunnel.evaluate import EVAL_BATCH
 from windtunnel.seeds import Purpose, stream
 from windtunnel.task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
 
@@ -147,10 +148,10 @@ def history_free_filter(T: np.ndarray, E: np.ndarray, obs: np.ndarray) -> np.nda
 
 
 def window_ladder(task: HMMTask, windows: Sequence[int], n: int = 2000, seed: int = 0,
-                  batch_size: int = 500) -> dict[int | str, dict[str, Any]]:
+                  batch_size: int = EVAL_BATCH) -> dict[int | str, dict[str, Any]]:
     """Per-sample entropy MAE (Paper I, bits) of :func:`windowed_filter` against the exact
     filter, per window, on the held-out sequences :func:`windtunnel.evaluate.evaluate` scores
-    (batch ``i`` of ``batch_size`` from stream ``(seed, EVAL, i)``; pass its ``batch_size``).
+    (batch ``i`` of ``batch_size`` from stream ``(seed, EVAL, i)``, evaluate's default size).
     Returns ``{w: {"entropy_mae_bits": float, "per_position": [K floats]}}``, and under the
     key ``"history-free"`` the same for :func:`history_free_filter`: the controls a model's
     HMM MAE sits beside (how many observations back its predictions are worth).
