@@ -89,14 +89,15 @@ def kl_to_references(model, task, n: int = 2000) -> dict[str, float]:
     from infotheory import kl_bits
     from windtunnel.evaluate import EVAL_BATCH
     from windtunnel.hmm import history_free_filter
+    from windtunnel.metrics import slice_log_probs
     from windtunnel.seeds import Purpose, stream
 
     sums, done, i = {"exact": 0.0, "history-free": 0.0}, 0, 0
     with torch.no_grad():
         while done < n:
             b = task.sample(min(EVAL_BATCH, n - done), stream(0, Purpose.EVAL, i))
-            logp = torch.log_softmax(model(b.input_ids).logits[:, b.query_pos, task.hyp_slice]
-                                     .double(), -1).numpy()[:, 1:]
+            logits = model(b.input_ids).logits[:, b.query_pos]
+            logp = slice_log_probs(logits, task.hyp_slice).double().numpy()[:, 1:]
             refs = {"exact": b.posterior.numpy(),
                     "history-free": history_free_filter(*task.decode(b.input_ids.numpy()))}
             for k, q in refs.items():
