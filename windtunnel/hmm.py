@@ -9,7 +9,9 @@ Tokens (vocabulary 105 + S output tokens): ids 0..95 are the probabilities 0.05.
 and 105..105+S-1 are *state* tokens, never in the input, that name the hypotheses the model
 outputs. Sequence: ``[TRANS] T (S·S) [EMIT] E (S·O) [SEP] ([OBS] o_t) × K`` — a 53-token header
 for S = O = 5. The prediction for step t is read at the position of o_t; its target is the exact
-filtering posterior p(s_t | o_0..o_t), computed in log space in float64.
+filtering posterior p(s_t | o_0..o_t), computed in log space in float64 -- or, with
+``target_window = W`` (a training curriculum and diagnostic, not the paper's task), the filter
+from the last W observations, :func:`windowed_filter`.
 """
 
 from __future__ import annotations
@@ -37,12 +39,16 @@ STATE_BASE = 105
 @dataclass(frozen=True)
 class HMMConfig:
     """``S`` states, ``O`` symbols, ``K`` observations per training sequence; ``max_K`` sizes
-    position tables for length-generalisation evaluation."""
+    position tables for length-generalisation evaluation; ``target_window`` W > 0 makes the
+    target (and every metric read against it) the filter from the last W observations instead
+    of the exact filter."""
 
     S: int = option(5, "hmm: hidden states (the tokenizer fixes S = O = 5)", min=2)
     O: int = option(5, "hmm: observation symbols", min=2)  # noqa: E741
     K: int = option(20, "hmm: observations per sequence", min=1)
     max_K: int = option(50, "hmm: the longest K to size position tables for", min=1)
+    target_window: int = option(0, "hmm: target the filter from the last W observations "
+                                "(windowed_filter; 0: the exact filter, the paper's task)", min=0)
 
 
 def discretise_rows(p: np.ndarray) -> np.ndarray:
@@ -167,7 +173,7 @@ def window_ladder(task: HMMTask, windows: Sequence[int], n: int = 2000, seed: in
     while done < n:
         b = task.sample(min(batch_size, n - done), stream(seed, Purpose.EVAL, i))
         T, E, obs = task.decode(b.input_ids.numpy())
-        h = b.entropy_bits.numpy()
+        h = entropy_bits_from_probs(filtering_posterior(T, E, obs))  # whatever task's target
         for w in errs:
             q = history_free_filter(T, E, obs) if w == "history-free" else \
                 windowed_filter(T, E, obs, int(w))
@@ -194,7 +200,10 @@ class HMMTask(TokenTask):
             raise TaskConfigError("the HMM tokenizer is defined for S = O = 5 (paper setting)")
         if cfg.K < 1:
             raise TaskConfigError(f"HMM needs K >= 1 observations, got K={cfg.K}")
-        self.cfg = HMMConfig(cfg.S, cfg.O, cfg.K, max(cfg.max_K, cfg.K))
+        if cfg.target_window < 0:
+            raise TaskConfigError(f"target_window must be >= 0 observations (0: the exact "
+                                  f"filter), got {cfg.target_window}")
+        self.cfg = HMMConfig(cfg.S, cfg.O, cfg.K, max(cfg.max_K, cfg.K), cfg.target_window)
         self.S, self.O, self.K = cfg.S, cfg.O, cfg.K
 
     @property
@@ -222,13 +231,17 @@ class HMMTask(TokenTask):
         return self.K
 
     def config(self) -> dict[str, Any]:
-        return config_dict(self.name, self.cfg)
+        """The task's parameters; ``target_window`` only where set, so the paper's task (and
+        every run recorded before the option existed) keeps the same settings."""
+        d = config_dict(self.name, self.cfg)
+        return d if d["target_window"] else {k: v for k, v in d.items() if k != "target_window"}
 
     def with_K(self, K: int) -> HMMTask:
-        """The same task at another sequence length (for length generalisation)."""
+        """The same task (its ``target_window`` too) at another sequence length (for length
+        generalisation)."""
         if self.cfg.max_K < K:
             raise TaskConfigError(f"K={K} exceeds max_K={self.cfg.max_K} this task was sized for")
-        return HMMTask(HMMConfig(self.S, self.O, K, self.cfg.max_K))
+        return HMMTask(HMMConfig(self.S, self.O, K, self.cfg.max_K, self.cfg.target_window))
 
     def describe_tokens(self) -> dict[str, Any]:
         return {
@@ -260,7 +273,8 @@ class HMMTask(TokenTask):
             states[:, t] = s
             obs[:, t] = _categorical(rng, E[rows, s])
             s = _categorical(rng, T[rows, s])
-        post = filtering_posterior(T, E, obs)
+        W = self.cfg.target_window
+        post = windowed_filter(T, E, obs, W) if W else filtering_posterior(T, E, obs)
 
         ids = np.empty((n, self.seq_len), dtype=np.int64)
         ids[:, 0] = TRANS

@@ -156,3 +156,24 @@ def test_length_generalisation_variant():
     assert t.max_seq_len == 153
     with pytest.raises(ValueError, match="max_K"):
         t.with_K(60)
+
+
+def test_target_window_makes_the_windowed_filter_the_target_on_the_same_sequences():
+    exact, w2 = make_task("hmm", K=6), make_task("hmm", K=6, target_window=2)
+    a, b = exact.sample(4, seed=3), w2.sample(4, seed=3)
+    assert (a.input_ids == b.input_ids).all() and (a.targets == b.targets).all()
+    T, E, obs = w2.decode(b.input_ids.numpy())
+    np.testing.assert_allclose(b.posterior.numpy(), windowed_filter(T, E, obs, 2), rtol=1e-12)
+    np.testing.assert_allclose(b.entropy_bits.numpy(),
+                               entropy_bits_from_probs(windowed_filter(T, E, obs, 2)))
+    assert not np.allclose(a.posterior.numpy(), b.posterior.numpy())
+    # a window as long as the sequence is the exact filter; with_K keeps the window
+    full = make_task("hmm", K=6, target_window=6).sample(4, seed=3)
+    np.testing.assert_allclose(full.posterior.numpy(), a.posterior.numpy(), rtol=1e-12)
+    assert w2.with_K(9).config()["target_window"] == 2
+    assert "target_window" not in exact.config()  # the paper's task: settings as before
+    # the ladder scores against the exact filter whatever the task's training target
+    lad_w, lad_e = (window_ladder(t, [2], n=40, seed=1) for t in (w2, exact))
+    assert lad_w[2]["entropy_mae_bits"] == lad_e[2]["entropy_mae_bits"] > 0
+    with pytest.raises(ValueError, match="target_window"):
+        make_task("hmm", K=6, target_window=-1)
