@@ -98,7 +98,9 @@ def kl_to_references(model, task, n: int = 2000, window: int = 0) -> dict[str, f
     every reference), on the final evaluation's sequences: the reference the exact filter, the
     history-free posterior p(s_t | T, E, o_t), and with ``window`` W > 0 the filter from the
     last W observations (key ``window-W``). Which one the model is closest to says whether it
-    uses the observation history at all."""
+    uses the observation history at all. ``model`` None scores the history-free posterior in
+    its place: the scale of the others (how far each reference is from ignoring the history)."""
+    import numpy as np
     import torch
 
     from infotheory import kl_bits
@@ -112,10 +114,13 @@ def kl_to_references(model, task, n: int = 2000, window: int = 0) -> dict[str, f
     with torch.no_grad():
         while done < n:
             b = task.sample(min(EVAL_BATCH, n - done), stream(0, Purpose.EVAL, i))
-            logits = model(b.input_ids).logits[:, b.query_pos]
-            logp = slice_log_probs(logits, task.hyp_slice).double().numpy()[:, 1:]
             T, E, obs = task.decode(b.input_ids.numpy())
             refs = {"exact": b.posterior.numpy(), "history-free": history_free_filter(T, E, obs)}
+            if model is None:
+                logp = np.log(refs["history-free"][:, 1:])
+            else:
+                logits = model(b.input_ids).logits[:, b.query_pos]
+                logp = slice_log_probs(logits, task.hyp_slice).double().numpy()[:, 1:]
             if window:
                 refs[f"window-{window}"] = windowed_filter(T, E, obs, window)
             for k, q in refs.items():
@@ -131,6 +136,23 @@ def ladder_summary() -> dict:
 
     lad = window_ladder(make_task("hmm", K=20), LADDER, 2000, 0)
     return {str(w): v for w, v in lad.items()}
+
+
+def controls(window: int) -> tuple[dict, dict]:
+    """Print and return the ladder and each reference's KL to the history-free posterior."""
+    from windtunnel import make_task
+
+    ladder = ladder_summary()
+    ref_kl = kl_to_references(None, make_task("hmm", K=20), window=window)
+    del ref_kl["history-free"]
+    print("controls at K = 20: entropy MAE of the filter from a uniform belief w observations "
+          "back, " + ", ".join(f"w={w} {v['entropy_mae_bits']:.4f}" for w, v in ladder.items()
+                               if w.isdigit())
+          + f"; of the history-free posterior p(s_t | T, E, o_t) "
+          f"{ladder['history-free']['entropy_mae_bits']:.4f}; KL(reference ‖ history-free), "
+          "positions 1-19: " + ", ".join(f"{k} {v:.4f}" for k, v in ref_kl.items()) + " bits",
+          flush=True)
+    return ladder, ref_kl
 
 
 def effective_window(mae: float, ladder: dict) -> float | None:
@@ -159,6 +181,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch threads per recipe")
     ap.add_argument("--target-window", type=int, default=0, metavar="W",
                     help="train on the filter from the last W observations (0: the exact one)")
+    ap.add_argument("--controls-only", action="store_true",
+                    help="print the controls (ladder, KL to history-free) and stop; no training")
     a = ap.parse_args()
     names = [a.solo] if a.solo else [BASELINE, *a.candidates.split(",")]
     if a.threads < 1:
@@ -168,6 +192,9 @@ def main() -> None:
     bad = [n for n in names if n not in RECIPES]
     if bad:
         ap.error(f"unknown recipe(s) {', '.join(bad)}; choose from {', '.join(RECIPES)}")
+    ladder, ref_kl = controls(max(a.target_window, 2))
+    if a.controls_only:
+        return
     root = tempfile.mkdtemp(prefix="hmm-bench-")
     try:
         with mp.get_context("spawn").Pool(len(names)) as pool:
@@ -175,12 +202,6 @@ def main() -> None:
                                               a.target_window) for n in names])
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    ladder = ladder_summary()
-    print("controls at K = 20: the filter from a uniform belief w observations back, "
-          + ", ".join(f"w={w} {v['entropy_mae_bits']:.4f}" for w, v in ladder.items()
-                      if w.isdigit())
-          + f"; the history-free posterior p(s_t | T, E, o_t) "
-          f"{ladder['history-free']['entropy_mae_bits']:.4f}")
     base = None if a.solo else rows[0]["seconds_to_bits"]
     for r in rows:
         if base is not None:
@@ -209,7 +230,8 @@ def main() -> None:
     write_json(Path(f"runs/bench/hmm_time_to_bits{tag}.json"),
                {"manifest": run_manifest(), "minutes": a.minutes, "threads_per_recipe": a.threads,
                 "target_window": a.target_window, "thresholds_bits": THRESHOLDS,
-                "window_ladder_K20": ladder, "results": rows})
+                "window_ladder_K20": ladder, "reference_kl_to_history_free_K20": ref_kl,
+                "results": rows})
 
 
 if __name__ == "__main__":
