@@ -10,7 +10,7 @@ wall time at which it reached each threshold (``elapsed_s`` of the metrics log: 
 run started, the periodic evaluations included, as the time budget counts them), the steps
 made, the final MAE on 2,000 held-out sequences at K = 20, 30 and 50, and each recipe's time to
 threshold as a ratio to the baseline's. Writes runs/bench/hmm_time_to_bits[-CANDIDATES].json
-(``-solo-RECIPE-Nt`` for ``--solo``).
+(``-solo-RECIPE-Nt`` for ``--solo``, then ``-wW`` for ``--target-window W``).
 
     python benchmarks/hmm_time_to_bits.py                  # 15 minutes (2 cores)
     python benchmarks/hmm_time_to_bits.py --minutes 2      # a quick look

@@ -173,7 +173,8 @@ def window_ladder(task: HMMTask, windows: Sequence[int], n: int = 2000, seed: in
     while done < n:
         b = task.sample(min(batch_size, n - done), stream(seed, Purpose.EVAL, i))
         T, E, obs = task.decode(b.input_ids.numpy())
-        h = entropy_bits_from_probs(filtering_posterior(T, E, obs))  # whatever task's target
+        # against the exact filter, whatever the task's target_window
+        h = entropy_bits_from_probs(filtering_posterior(T, E, obs))
         for w in errs:
             q = history_free_filter(T, E, obs) if w == "history-free" else \
                 windowed_filter(T, E, obs, int(w))
