@@ -17,7 +17,7 @@ from the last W observations, :func:`windowed_filter`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -204,7 +204,7 @@ class HMMTask(TokenTask):
         if cfg.target_window < 0:
             raise TaskConfigError(f"target_window must be >= 0 observations (0: the exact "
                                   f"filter), got {cfg.target_window}")
-        self.cfg = HMMConfig(cfg.S, cfg.O, cfg.K, max(cfg.max_K, cfg.K), cfg.target_window)
+        self.cfg = replace(cfg, max_K=max(cfg.max_K, cfg.K))
         self.S, self.O, self.K = cfg.S, cfg.O, cfg.K
 
     @property
@@ -242,7 +242,7 @@ class HMMTask(TokenTask):
         generalisation)."""
         if self.cfg.max_K < K:
             raise TaskConfigError(f"K={K} exceeds max_K={self.cfg.max_K} this task was sized for")
-        return HMMTask(HMMConfig(self.S, self.O, K, self.cfg.max_K, self.cfg.target_window))
+        return HMMTask(replace(self.cfg, K=K))
 
     def describe_tokens(self) -> dict[str, Any]:
         return {
