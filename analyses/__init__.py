@@ -1,6 +1,11 @@
 """analyses: experiments composing ``interp``, ``probes`` and ``windtunnel``, their reports and
-the ``bayesgeom`` command line. Each experiment is ``<name>.py`` (a config dataclass and a run
-function returning a typed result) and ``<name>_report.py`` (figures, tables, terminal text);
-:func:`analyses.models.open_model` turns any model spec (wind tunnels included) into an
-:class:`interp.InterpModel`.
+the ``bayesgeom`` command line.
+
+Each experiment is one folder (command name = folder name): ``run.py`` (its config and run
+function returning a typed result), ``result.py`` (that result, serialised as ``summary.json``),
+``report.py`` (figures, tables, terminal text) and an ``__init__`` whose ``EXPERIMENTS`` entry
+(:class:`analyses.kit.Experiment`) the command line registers (:mod:`analyses.registry`). They
+stand on :mod:`analyses.kit` (run options, the error type, the one run writer,
+:func:`analyses.kit.models.open_model`, which turns any model spec, wind tunnels included, into an
+:class:`interp.InterpModel`) and :mod:`analyses.prompts` (the prompt data layer).
 """

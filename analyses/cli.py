@@ -1,5 +1,5 @@
 """The ``bayesgeom`` command line: one parser per command, each derived from its config
-dataclass (:mod:`analyses.options`).
+dataclass (:mod:`analyses.kit.options`).
 
 A user's mistake or a fault of the machine never shows a traceback: it prints one line,
 ``bayesgeom: error: <what and how to fix it>``, and exits with status **2** for a usage error
@@ -18,63 +18,50 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Sequence
 
-from analyses.options import CLIError, Parser, parent_parser
-from records import exit_code, os_error_line
+from ..records import exit_code, os_error_line
+from .kit.options import CLIError, Parser, parent_parser
 
 EXIT_INTERRUPTED = 130
 EXIT_PIPE = 141
 
 
 def build_parser() -> Parser:
-    from analyses.commands import (
-        ablate,
-        capture,
-        compare,
-        demo,
-        detect,
-        dynamics,
-        extrapolate,
-        frame_precision,
-        geometry,
-        layer_geometry,
-        monitor,
-        stability,
-        steer,
-        sula,
-        sweep,
-        verify,
-        windtunnel,
-    )
+    from .commands import capture, windtunnel
+    from .kit.options import Parser as GroupParser
+    from .registry import GROUPS, experiments
 
     p = Parser(prog="bayesgeom", description="Measure the Bayesian geometry of transformer "
                "attention: wind tunnels with exact posteriors and pretrained LLMs.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     parent = parent_parser()
-    for command in (demo, windtunnel, capture, geometry, compare, sula, steer, sweep,
-                    layer_geometry, ablate, frame_precision, dynamics, detect,
-                    verify, extrapolate, monitor, stability):
-        command.register(sub, parent)
+    windtunnel.register(sub, parent)
+    capture.register(sub, parent)
+    groups: dict[str, argparse._SubParsersAction] = {}
+    for e in experiments():
+        if e.group is not None and e.group not in groups:
+            g = sub.add_parser(e.group, help=GROUPS[e.group])
+            groups[e.group] = g.add_subparsers(dest=f"{e.group}_cmd", required=True,
+                                               parser_class=GroupParser)
+        e.register(groups[e.group] if e.group is not None else sub, parent)
     return p
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions that mean a bad input, not a bug: shown as one line."""
-    from analyses.compare import CompareError
-    from analyses.geometry_pool import GeometryError
-    from analyses.prompt_pool import PoolError
-    from analyses.steering import SteerError
-    from interp import InterpError
-    from records import BayesgeomError, OptionError
-    from windtunnel import PromptSetError, RunDirError, TaskConfigError
-    from windtunnel.checkpoint import CheckpointError
+    """The exceptions that mean a bad input or a fault of the machine, not a bug: shown as one
+    line. Every error of bayesgeom's own derives from :class:`records.BayesgeomError`."""
+    from ..interp import InterpError
+    from ..records import BayesgeomError, OptionError
+    from ..windtunnel import PromptSetError, RunDirError, TaskConfigError
+    from ..windtunnel.checkpoint import CheckpointError
 
     return (BayesgeomError, CLIError, OptionError, TaskConfigError, RunDirError,
-            CheckpointError, FloatingPointError, InterpError, GeometryError, PoolError,
-            SteerError, CompareError, PromptSetError, OSError, MemoryError)
+            CheckpointError, FloatingPointError, InterpError, PromptSetError, OSError,
+            MemoryError)
 
 
 def one_line(e: BaseException) -> str:

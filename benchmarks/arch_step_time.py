@@ -16,10 +16,10 @@ from pathlib import Path
 
 import torch
 
-from records import run_manifest, write_json
-from windtunnel import make_token_task
-from windtunnel.architectures import ARCHS, build_model
-from windtunnel.training import task_loss
+from bayesgeom.records import run_manifest, write_json
+from bayesgeom.windtunnel import make_token_task
+from bayesgeom.windtunnel.architectures import ARCHS, build_model
+from bayesgeom.windtunnel.training import task_loss
 
 TASKS = ("bijection", "hmm")
 STEPS = 4

@@ -35,8 +35,8 @@ from typing import Any
 
 import torch
 
-import interp
-from records import run_manifest, write_json
+from bayesgeom import interp
+from bayesgeom.records import run_manifest, write_json
 
 PYTHIA_160M = dict(vocab_size=50304, hidden_size=768, num_hidden_layers=12,
                    num_attention_heads=12, intermediate_size=3072,

@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from probes import StreamingPCA, principal_angles  # noqa: E402
-from records import run_manifest, write_json  # noqa: E402
+from bayesgeom.probes import StreamingPCA, principal_angles  # noqa: E402
+from bayesgeom.records import run_manifest, write_json  # noqa: E402
 
 TARGET_S = 120.0
 
@@ -45,7 +45,7 @@ def run_cli(args: list[str]) -> tuple[float, dict[str, Any]]:
     """Wall time and JSON summary of one ``bayesgeom geometry`` process."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "analyses.cli", "geometry", *args,
+    proc = subprocess.run([sys.executable, "-m", "bayesgeom", "geometry", *args,
                            "--json", "--no-progress"], cwd=ROOT, env=env, check=True,
                           capture_output=True, text=True)
     return time.perf_counter() - t, json.loads(proc.stdout)
@@ -55,10 +55,11 @@ def pca_on_values(out: Path, layer: int, batch: int = 16) -> dict[str, Any]:
     """StreamingPCA (standardised, fed in batches) vs scikit-learn on z-scored values."""
     from sklearn.decomposition import PCA
 
-    import interp
+    from bayesgeom import interp
 
     prompts = pd.read_parquet(out / "prompts.parquet")
-    store = interp.capture(None, list(prompts["text"]), [f"attn.{layer}.v"], progress=False)
+    store = interp.capture(interp.load(), list(prompts["text"]), [f"attn.{layer}.v"],
+                           progress=False)
     x = store[f"attn.{layer}.v"].double().numpy().reshape(len(prompts), -1)
     spca = StreamingPCA(x.shape[1], standardize=True)
     for i in range(0, len(x), batch):
@@ -86,7 +87,7 @@ def main() -> None:
                     help="do not run benchmarks/streaming_pca.py (make bench runs it anyway)")
     a = ap.parse_args()
 
-    import interp
+    from bayesgeom import interp
 
     interp.embedded_model.ensure_cached()  # the target assumes a cached model
     size = ["--pool-size", "200", "--n-per-quintile", "5"] if a.quick else []

@@ -62,9 +62,9 @@ def run_recipe(name: str, minutes: float, eval_every: int, root: str, threads: i
     import pandas as pd
     import torch
 
-    from windtunnel import make_task
-    from windtunnel.evaluate import evaluate
-    from windtunnel.training import TrainConfig, train
+    from bayesgeom.windtunnel import make_task
+    from bayesgeom.windtunnel.evaluate import evaluate
+    from bayesgeom.windtunnel.training import TrainConfig, train
 
     torch.set_num_threads(threads)
     cfg = TrainConfig(task="hmm", batch_size=64, steps=1_000_000, max_minutes=minutes,
@@ -77,7 +77,7 @@ def run_recipe(name: str, minutes: float, eval_every: int, root: str, threads: i
     for t in THRESHOLDS:
         hit = log[log["eval_entropy_mae_bits"] <= t]
         reached[str(t)] = None if hit.empty else float(hit["elapsed_s"].iloc[0])
-    from windtunnel.checkpoint import load_model
+    from bayesgeom.windtunnel.checkpoint import load_model
 
     model = load_model(out / "model")
     task = make_task("hmm", K=20)  # the exact filter, whatever the training target
@@ -103,11 +103,11 @@ def kl_to_references(model, task, n: int = 2000, window: int = 0) -> dict[str, f
     import numpy as np
     import torch
 
-    from infotheory import kl_bits
-    from windtunnel.evaluate import EVAL_BATCH
-    from windtunnel.hmm import history_free_filter, windowed_filter
-    from windtunnel.metrics import slice_log_probs
-    from windtunnel.seeds import Purpose, stream
+    from bayesgeom.infotheory import kl_bits
+    from bayesgeom.windtunnel.evaluate import EVAL_BATCH
+    from bayesgeom.windtunnel.hmm import history_free_filter, windowed_filter
+    from bayesgeom.windtunnel.metrics import slice_log_probs
+    from bayesgeom.windtunnel.seeds import Purpose, stream
 
     sums = dict.fromkeys(["exact", "history-free"] + ([f"window-{window}"] if window else []), 0.0)
     done, i = 0, 0
@@ -131,8 +131,8 @@ def kl_to_references(model, task, n: int = 2000, window: int = 0) -> dict[str, f
 
 def ladder_summary() -> dict:
     """The window ladder at K = 20 on the final evaluation's 2,000 sequences (seed 0)."""
-    from windtunnel import make_task
-    from windtunnel.hmm import window_ladder
+    from bayesgeom.windtunnel import make_task
+    from bayesgeom.windtunnel.hmm import window_ladder
 
     lad = window_ladder(make_task("hmm", K=20), LADDER, 2000, 0)
     return {str(w): v for w, v in lad.items()}
@@ -140,7 +140,7 @@ def ladder_summary() -> dict:
 
 def controls(window: int) -> tuple[dict, dict]:
     """Print and return the ladder and each reference's KL to the history-free posterior."""
-    from windtunnel import make_task
+    from bayesgeom.windtunnel import make_task
 
     ladder = ladder_summary()
     ref_kl = kl_to_references(None, make_task("hmm", K=20), window=window)
@@ -169,7 +169,7 @@ def effective_window(mae: float, ladder: dict) -> float | None:
 
 
 def main() -> None:
-    from records import run_manifest, write_json
+    from bayesgeom.records import run_manifest, write_json
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=15.0)

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from probes import StreamingPCA, principal_angles  # noqa: E402
+from bayesgeom.probes import StreamingPCA, principal_angles  # noqa: E402
 
 LATENT = 32
 
@@ -180,7 +180,7 @@ def main() -> None:
         },
         "top_ratios": {m: [round(v, 6) for v in r["ratios"][:5]] for m, r in runs.items()},
     }
-    from records import run_manifest, write_json  # torch: parent process only
+    from bayesgeom.records import run_manifest, write_json  # torch: parent process only
 
     summary["manifest"] = run_manifest(seed=a.seed, scikit_learn=metadata.version("scikit-learn"))
     write_json(a.out, summary)

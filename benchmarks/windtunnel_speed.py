@@ -24,10 +24,10 @@ from pathlib import Path
 
 import torch
 
-from records import run_manifest, write_json
-from windtunnel import make_task
-from windtunnel.architectures import build_model
-from windtunnel.training import TrainConfig, make_optimizer, task_loss, train
+from bayesgeom.records import run_manifest, write_json
+from bayesgeom.windtunnel import make_task
+from bayesgeom.windtunnel.architectures import build_model
+from bayesgeom.windtunnel.training import TrainConfig, make_optimizer, task_loss, train
 
 
 def bare_step_throughput(cfg: TrainConfig, n_steps: int = 150, warmup: int = 10) -> float:

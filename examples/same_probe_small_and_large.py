@@ -21,9 +21,9 @@ import argparse
 import numpy as np
 import torch
 
-import interp
-from probes import fit_entropy_axis, spearman
-from windtunnel import make_task
+from bayesgeom import interp
+from bayesgeom.probes import fit_entropy_axis, spearman
+from bayesgeom.windtunnel import make_task
 
 PROMPTS = [
     "The capital of France is", "Water boils at a temperature of", "Once upon a time, there",

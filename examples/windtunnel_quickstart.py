@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 
-from windtunnel import make_task
-from windtunnel.evaluate import evaluate
-from windtunnel.runs import load_run
-from windtunnel.training import TrainConfig, train
+from bayesgeom.windtunnel import make_task
+from bayesgeom.windtunnel.evaluate import evaluate
+from bayesgeom.windtunnel.runs import load_run
+from bayesgeom.windtunnel.training import TrainConfig, train
 
 
 def main() -> None:

@@ -6,8 +6,8 @@ It sits at the bottom of bayesgeom (beside ``records``) because every layer need
 tunnels for their exact posteriors and evaluation, ``interp`` for capture's next-token entropy,
 ``probes`` and ``analyses`` for everything else. It imports no other bayesgeom package."""
 
-from infotheory.calibration import Calibration, calibration, calibration_by_group
-from infotheory.measures import (
+from .calibration import Calibration, calibration, calibration_by_group
+from .measures import (
     LN2,
     entropy_bits_from_logits,
     entropy_bits_from_logprobs,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from infotheory.measures import pearson
+from .measures import pearson
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ one-line, actionable messages. ``load`` reads safetensors only unless ``allow_pi
 :func:`check_device` checks a device string against this machine.
 """
 
-from interp.ablations import (
+from .ablations import (
     Ablation,
     AblationHandle,
     BypassLayer,
@@ -23,21 +23,22 @@ from interp.ablations import (
     ablate,
     cumulative_bypass,
 )
-from interp.activation_store import ActivationStore
-from interp.capture import capture
-from interp.devices import available_devices, check_device
-from interp.directions import (
+from .activation_store import ActivationStore
+from .capture import capture
+from .devices import available_devices, check_device
+from .directions import (
     VarianceMatchWarning,
     projection_std,
     random_controls,
     variance_matched_controls,
     variance_ratios,
 )
-from interp.embedded_model import EMBEDDED_NAME
-from interp.errors import (
+from .embedded_model import EMBEDDED_NAME
+from .errors import (
     DirectionShapeError,
     InterpError,
     ModelNotAvailableError,
+    ModelNotLoadedError,
     NilInterventionError,
     NilInterventionWarning,
     NonFiniteActivationError,
@@ -50,9 +51,9 @@ from interp.errors import (
     UnknownSiteError,
     UnsupportedArchitectureError,
 )
-from interp.families import FAMILIES, AttentionGeometry
-from interp.init_twin import random_init_twin
-from interp.interventions import (
+from .families import FAMILIES, AttentionGeometry
+from .init_twin import random_init_twin
+from .interventions import (
     AddVector,
     DirectionEdit,
     Intervention,
@@ -62,10 +63,10 @@ from interp.interventions import (
     ShiftAlong,
     intervene,
 )
-from interp.loading import load
-from interp.model import InterpModel
-from interp.sites import SITE_KINDS, Site, resolve_layer, resolve_layers, site_name
-from interp.weights import projection_weights
+from .loading import load
+from .model import InterpModel
+from .sites import SITE_KINDS, Site, resolve_layer, resolve_layers, site_name
+from .weights import projection_weights
 
 __all__ = [
     "EMBEDDED_NAME",
@@ -85,6 +86,7 @@ __all__ = [
     "InterventionHandle",
     "KeepOnly",
     "ModelNotAvailableError",
+    "ModelNotLoadedError",
     "NilInterventionError",
     "NilInterventionWarning",
     "NonFiniteActivationError",

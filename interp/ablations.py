@@ -20,19 +20,27 @@ changed nothing (never ran, or its site was already zero) warns with
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from interp.errors import InterpError, NilInterventionError, NilInterventionWarning
-from interp.intervention_kinds import Intervention
-from interp.interventions import NIL_RTOL, InterventionEffect, InterventionHandle, intervene
-from interp.positions import PositionSpec, normalise_positions
-from interp.sites import Site
+from .errors import InterpError
+from .intervention_kinds import Intervention
+from .interventions import (
+    NIL_RTOL,
+    EffectsHandle,
+    InterventionEffect,
+    InterventionHandle,
+    intervene,
+)
+from .positions import PositionSpec, normalise_positions
+from .sites import Site
+
+if TYPE_CHECKING:
+    from .model import InterpModel
 
 __all__ = ["Ablation", "AblationHandle", "BypassLayer", "ZeroHead", "ZeroSublayer", "ablate",
            "cumulative_bypass"]
@@ -51,7 +59,8 @@ class Ablation:
         raise NotImplementedError
 
 
-def _sites(model: Any, names: str | Sequence[str], kinds: tuple[str, ...], who: str) -> list[Site]:
+def _sites(model: InterpModel, names: str | Sequence[str], kinds: tuple[str, ...], who: str
+           ) -> list[Site]:
     sites = model.resolve_sites(names)
     bad = [s.name for s in sites if s.kind not in kinds]
     if bad:
@@ -138,7 +147,7 @@ class BypassLayer(Ablation):
     def layer_list(self, n_layers: int) -> list[int]:
         if self.layers == "*":
             return list(range(n_layers))
-        from interp.sites import resolve_layers
+        from .sites import resolve_layers
 
         ls = [self.layers] if isinstance(self.layers, int) else list(self.layers)
         return resolve_layers(ls, n_layers)
@@ -190,16 +199,18 @@ def cumulative_bypass(last_layer: int, **kw: Any) -> BypassLayer:
 @dataclass
 class _CumulativeBypass(BypassLayer):
     def layer_list(self, n_layers: int) -> list[int]:
-        from interp.sites import resolve_layer
+        from .sites import resolve_layer
 
         return list(range(resolve_layer(int(self.layers), n_layers) + 1))  # type: ignore[arg-type]
 
 
-class AblationHandle:
+class AblationHandle(EffectsHandle):
     """Registered ablations (and interventions); a context manager that removes them on exit."""
 
-    def __init__(self, model: Any, items: Sequence[Ablation | Intervention], strict: bool = False,
-                 nil_rtol: float = NIL_RTOL):
+    noun = "ablation"
+
+    def __init__(self, model: InterpModel, items: Sequence[Ablation | Intervention],
+                 strict: bool = False, nil_rtol: float = NIL_RTOL):
         self.model, self.strict, self.nil_rtol = model, strict, nil_rtol
         self.effects: list[InterventionEffect] = []
         self._handles: list[Any] = []
@@ -230,15 +241,6 @@ class AblationHandle:
         if self._inner is not None:
             self._inner.remove()
 
-    def nil_effects(self) -> list[InterventionEffect]:
-        return [e for e in self.effects if e.nil(self.nil_rtol)]
-
-    def report(self) -> str:
-        return "\n".join(e.describe() for e in self.effects)
-
-    def __enter__(self) -> AblationHandle:
-        return self
-
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         if self._inner is not None:
@@ -248,18 +250,11 @@ class AblationHandle:
             finally:
                 self.remove()
         self.remove()
-        if exc_type is not None:
-            return
-        nil = self.nil_effects()
-        if not nil:
-            return
-        msg = "ablation had no effect: " + "; ".join(e.describe() for e in nil)
-        if self.strict:
-            raise NilInterventionError(msg)
-        warnings.warn(msg, NilInterventionWarning, stacklevel=2)
+        if exc_type is None:
+            self._report_nil()
 
 
-def ablate(model: Any, *items: Ablation | Intervention, strict: bool = False,
+def ablate(model: InterpModel, *items: Ablation | Intervention, strict: bool = False,
            nil_rtol: float = NIL_RTOL) -> AblationHandle:
     """Register ablations (and any plain interventions) on ``model`` (an
     :class:`interp.InterpModel`) now; use the result as a context manager."""

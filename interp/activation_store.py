@@ -42,9 +42,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save
 
-from interp.errors import StoreError, StoreMismatchError, UnknownSiteError
-from interp.sites import parse_site
-from records import (
+from ..records import (
     FileFault,
     atomic_write_bytes,
     check_safetensors,
@@ -55,7 +53,9 @@ from records import (
     write_json,
     write_table,
 )
-from records.run_dir import LOCK, OWNER, RECORD
+from ..records.run_dir import LOCK, OWNER, RECORD
+from .errors import StoreError, StoreMismatchError, UnknownSiteError
+from .sites import parse_site
 
 FORMAT = "bayesgeom.activations/1"
 INDEX_FIELDS = ("prompt_index", "position", "token_id", "entropy_bits")

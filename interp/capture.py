@@ -29,17 +29,17 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from infotheory import entropy_bits_from_logits
-from interp.activation_store import ActivationStore, ShardWriter
-from interp.errors import InterpError, NonFiniteActivationError
-from interp.loading import load
-from interp.model import InterpModel
-from interp.positions import PositionSpec, RowSelection, check_positions, normalise_positions
-from interp.positions import select_rows as _select_rows
-from interp.prompts import Prompts, prompts_sha256
-from interp.sites import Site
-from interp.token_batch import TokenBatch
-from records import hold, run_manifest
+from ..infotheory import entropy_bits_from_logits
+from ..records import hold, run_manifest
+from .activation_store import ActivationStore, ShardWriter
+from .errors import InterpError, ModelNotLoadedError, NonFiniteActivationError
+from .finite import first_nonfinite
+from .model import InterpModel
+from .positions import PositionSpec, RowSelection, check_positions, normalise_positions
+from .positions import select_rows as _select_rows
+from .prompts import Prompts, prompts_sha256
+from .sites import Site
+from .token_batch import TokenBatch
 
 SHARD_TARGET_BYTES = 32 * 2**20
 STORE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -105,14 +105,14 @@ class _Rows:
         """Raise naming the first prompt and position of the batch's rows ``y`` that hold
         NaN or inf."""
         assert self.batch is not None and self.rows is not None
-        bad = (~torch.isfinite(y)).flatten(1).any(1) if y.ndim > 1 else ~torch.isfinite(y)
-        r = int(torch.nonzero(bad)[0])
+        found = first_nonfinite(y)
+        assert found is not None, f"{name}: no non-finite row to report"
+        (r,), kind, n_bad = found
         prompt = int(self.batch.prompt_index[self.rows.batch[r]])
         pos = int(self.rows.position[r])
-        kind = "NaN" if bool(torch.isnan(y[r]).any()) else "inf"
         raise NonFiniteActivationError(
             f"{kind} in site {name} at prompt {prompt}, position {pos} "
-            f"({int(bad.sum())} of {len(bad)} captured rows in this batch are non-finite)"
+            f"({n_bad} of {len(y)} captured rows in this batch are non-finite)"
         )
 
 
@@ -156,7 +156,7 @@ def _auto_prompts_per_shard(model: InterpModel, sites: list[Site], spec: Any, le
 
 
 def capture(
-    model: InterpModel | str | Path | None,
+    model: InterpModel,
     prompts: Prompts,
     sites: str | Sequence[str],
     positions: PositionSpec = "last",
@@ -172,15 +172,33 @@ def capture(
 ) -> ActivationStore:
     """Capture ``sites`` at ``positions`` for every prompt.
 
-    ``model``: an :class:`InterpModel` or anything :func:`interp.load` takes (Hub name, local
-    directory, ``None`` for the embedded model). ``prompts``: strings, token lists, an [N, T] id
-    tensor or any object with an ``input_ids`` tensor (a wind-tunnel ``TaskBatch``).
+    ``model``: a loaded :class:`InterpModel` (from :func:`interp.load` or
+    ``bayesgeom.open_model``, which also opens wind-tunnel runs with their task); a name or path
+    is refused with :class:`ModelNotLoadedError`. ``prompts``: strings, token lists, an [N, T]
+    id tensor or any object with an ``input_ids`` tensor (a wind-tunnel ``TaskBatch``).
     ``positions``: ``"last"``, ``"all"`` or indices into each prompt (negative from its end).
     ``out``: stream to this directory (resumes an interrupted capture; a different capture
     there is refused unless ``restart``, which starts it over) instead of keeping rows in
     memory. Returns the :class:`ActivationStore`; its rows are prompt-major, then position order.
+
+    Example (a name is refused: load the model first):
+        >>> from bayesgeom import interp
+        >>> model = interp.load()  # the embedded SmolLM2-135M, offline  # doctest: +SKIP
+        >>> store = interp.capture(model, ["The capital is"], ["attn.-1.v"])  # doctest: +SKIP
+        >>> try:
+        ...     interp.capture("smollm2-135m-instruct", ["Hi"], ["attn.-1.v"])
+        ... except interp.ModelNotLoadedError as e:
+        ...     print(e)
+        capture takes a loaded InterpModel, got 'smollm2-135m-instruct'; load it first with
+        interp.load(...) or bayesgeom.open_model(...)
     """
-    m = load(model)
+    if not isinstance(model, InterpModel):
+        shown = repr(model) if model is None or isinstance(model, str | Path) else (
+            f"a {type(model).__name__}")
+        raise ModelNotLoadedError(
+            f"capture takes a loaded InterpModel, got {shown}; load it first with "
+            "interp.load(...) or bayesgeom.open_model(...)")
+    m = model
     for name, v in (("batch_size", batch_size), ("prompts_per_shard", prompts_per_shard)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise InterpError(f"{name} must be an integer of at least 1, got {v!r}")

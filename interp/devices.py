@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from interp.errors import InterpError
+from .errors import InterpError
 
 #: device_map strings that accelerate resolves itself (not device names)
 DEVICE_MAP_STRATEGIES = ("auto", "balanced", "balanced_low_0", "sequential")

@@ -13,7 +13,8 @@ import warnings
 
 import torch
 
-from interp.errors import DirectionShapeError, NonFiniteActivationError
+from .errors import DirectionShapeError, NonFiniteActivationError
+from .finite import nonfinite_rows
 
 #: when no direction orthogonal to the axis carries its variance, controls aim at this fraction
 #: of the largest achievable variance (or the smallest divided by it), so they stay random
@@ -88,8 +89,8 @@ def _centred_rows(acts: torch.Tensor, what: str = "acts") -> torch.Tensor:
     if x.ndim < 2 or x.shape[0] < 2:
         raise DirectionShapeError(f"{what} must be [N, d] with N >= 2 rows, got {list(x.shape)}")
     x = x.flatten(1)
-    if not bool(torch.isfinite(x).all()):
-        rows = int((~torch.isfinite(x)).any(1).sum())
+    rows = int(nonfinite_rows(x).sum())
+    if rows:
         raise NonFiniteActivationError(f"{what} holds NaN or inf in {rows} of {len(x)} rows; "
                                        "drop or fix those rows first")
     return x - x.mean(0)

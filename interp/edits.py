@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from interp.errors import DirectionShapeError
+from .errors import DirectionShapeError
 
 
 def check_finite(name: str, value: float | torch.Tensor) -> None:

@@ -42,9 +42,7 @@ from typing import Any
 
 import filelock
 
-from interp.errors import ModelNotAvailableError
-from interp.user_cache import cache_root
-from records import (
+from ..records import (
     FaultError,
     FileFault,
     check_safetensors,
@@ -57,6 +55,8 @@ from records import (
     write_checksums,
     write_json,
 )
+from .errors import ModelNotAvailableError
+from .user_cache import cache_root
 
 EMBEDDED_NAME = "smollm2-135m-instruct"
 ALIASES = frozenset({EMBEDDED_NAME, "default", "smollm2", "smollm2-135m"})

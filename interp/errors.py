@@ -9,18 +9,23 @@ capture) is a usage error again. Damaged or unwritable files elsewhere (a trunca
 ``*.safetensors``, a full disk, a read-only cache) raise :class:`records.FileFault` (status 1).
 
 Example:
-    >>> from records import exit_code
+    >>> from bayesgeom.records import exit_code
     >>> exit_code(PromptError("prompt 0 is an empty string")), exit_code(StoreError("damaged"))
     (2, 1)
 """
 
 from __future__ import annotations
 
-from records.errors import EXIT_FAULT, EXIT_USAGE, UsageError
+from ..records.errors import EXIT_FAULT, EXIT_USAGE, UsageError
 
 
 class InterpError(UsageError):
     """Base class for user-facing ``interp`` errors (a ``ValueError``; exit status 2)."""
+
+
+class ModelNotLoadedError(InterpError):
+    """A model name, path or bare module where a loaded :class:`InterpModel` is needed (load it
+    first with ``interp.load`` or ``bayesgeom.open_model``)."""
 
 
 class UnknownSiteError(InterpError):

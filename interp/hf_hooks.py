@@ -17,10 +17,10 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from interp.errors import InterpError
-from interp.families import AttentionGeometry, ModuleMap
-from interp.sites import Site
-from interp.token_batch import TokenBatch
+from .errors import InterpError
+from .families import AttentionGeometry, ModuleMap
+from .sites import Site
+from .token_batch import TokenBatch
 
 SiteFn = Callable[[torch.Tensor], torch.Tensor | None]
 

@@ -12,7 +12,7 @@ import os
 import socket
 from urllib.parse import urlparse
 
-from interp.errors import ModelNotAvailableError
+from .errors import ModelNotAvailableError
 
 PROBE_TIMEOUT_S = 3.0
 

@@ -15,8 +15,8 @@ import copy
 
 import torch
 
-from interp.errors import InterpError
-from interp.model import InterpModel
+from .errors import InterpError
+from .model import InterpModel
 
 
 def random_init_twin(model: InterpModel, seed: int = 0) -> InterpModel:

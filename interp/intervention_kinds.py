@@ -8,7 +8,7 @@ Example:
     >>> import torch
     >>> ShiftAlong("resid_post.0", torch.ones(4), delta=float("nan"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    interp.errors.DirectionShapeError: ShiftAlong: parameters must be finite, got delta=nan
+    bayesgeom.interp.errors.DirectionShapeError: ShiftAlong: ...must be finite, got delta=nan
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from interp.edits import add, keep_only, project_out, shift
-from interp.errors import DirectionShapeError
-from interp.positions import PositionSpec
+from .edits import add, keep_only, project_out, shift
+from .errors import DirectionShapeError
+from .positions import PositionSpec
 
 
 @dataclass

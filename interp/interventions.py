@@ -38,18 +38,19 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import torch
 
-from interp.errors import (
+from .errors import (
     DirectionShapeError,
     InterpError,
     NilInterventionError,
     NilInterventionWarning,
     NonFiniteActivationError,
 )
-from interp.intervention_kinds import (
+from .finite import nonfinite_rows
+from .intervention_kinds import (
     AddVector,
     DirectionEdit,
     Intervention,
@@ -57,8 +58,8 @@ from interp.intervention_kinds import (
     ProjectOut,
     ShiftAlong,
 )
-from interp.positions import normalise_positions
-from interp.sites import Site
+from .positions import normalise_positions
+from .sites import Site
 
 NIL_RTOL = 1e-6
 __all__ = ["AddVector", "DirectionEdit", "Intervention", "InterventionEffect",
@@ -146,7 +147,40 @@ def _raise_nonfinite(iv: Intervention, site: Site, model: Any, mask: torch.Tenso
         "scale or shift, or a wider dtype")
 
 
-class InterventionHandle:
+class EffectsHandle:
+    """The reporting shared by :class:`InterventionHandle` and :class:`interp.AblationHandle`:
+    the measured ``effects``, the nil ones among them, and, on a normal exit, one
+    :class:`NilInterventionWarning` (:class:`NilInterventionError` when ``strict``) naming them.
+    """
+
+    #: what the nil report calls the edits ("intervention had no effect: ...")
+    noun = "intervention"
+    effects: list[InterventionEffect]
+    strict: bool
+    nil_rtol: float
+
+    def nil_effects(self) -> list[InterventionEffect]:
+        return [e for e in self.effects if e.nil(self.nil_rtol)]
+
+    def report(self) -> str:
+        return "\n".join(e.describe() for e in self.effects)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def _report_nil(self) -> None:
+        """Warn (or raise, when ``strict``) about the nil effects; called from ``__exit__``, so
+        the warning points at the ``with`` statement."""
+        nil = self.nil_effects()
+        if not nil:
+            return
+        msg = f"{self.noun} had no effect: " + "; ".join(e.describe() for e in nil)
+        if self.strict:
+            raise NilInterventionError(msg)
+        warnings.warn(msg, NilInterventionWarning, stacklevel=3)
+
+
+class InterventionHandle(EffectsHandle):
     """Registered interventions; a context manager that removes them on exit."""
 
     def __init__(self, model: Any, interventions: Sequence[Intervention], strict: bool = False,
@@ -193,8 +227,7 @@ class InterventionHandle:
                 new[:, heads] = iv.edit(xf[:, heads], vv)
             new = new.to(x.dtype)
             if self.check_finite:
-                gone = (torch.isfinite(xf).flatten(1).all(1)
-                        & ~torch.isfinite(new).flatten(1).all(1))
+                gone = ~nonfinite_rows(xf) & nonfinite_rows(new)
                 if bool(gone.any()):
                     _raise_nonfinite(iv, site, model, mask.cpu(), gone.cpu())
             eff.rows += int(mask.sum())
@@ -217,27 +250,11 @@ class InterventionHandle:
             if active is not None and label in active:
                 active.remove(label)
 
-    def nil_effects(self) -> list[InterventionEffect]:
-        return [e for e in self.effects if e.nil(self.nil_rtol)]
-
-    def report(self) -> str:
-        return "\n".join(e.describe() for e in self.effects)
-
-    def __enter__(self) -> InterventionHandle:
-        return self
-
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.remove()
-        if exc_type is not None:
-            return
-        nil = self.nil_effects()
-        if not nil:
-            return
-        msg = "intervention had no effect: " + "; ".join(e.describe() for e in nil)
-        if self.strict:
-            raise NilInterventionError(msg)
-        warnings.warn(msg, NilInterventionWarning, stacklevel=2)
+        if exc_type is None:
+            self._report_nil()
 
 
 def intervene(model: Any, *interventions: Intervention, strict: bool = False,

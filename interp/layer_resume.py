@@ -15,15 +15,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from interp.errors import InterpError
-from interp.hf_hooks import HFHookBackend
-from interp.sites import resolve_layer
-from interp.token_batch import TokenBatch
+from .errors import InterpError
+from .hf_hooks import HFHookBackend
+from .sites import resolve_layer
+from .token_batch import TokenBatch
+
+if TYPE_CHECKING:
+    from .model import InterpModel
 
 
 @dataclass(frozen=True)
@@ -35,14 +38,14 @@ class LayerInput:
     hidden: torch.Tensor
 
 
-def _check(model: Any, layer: int) -> int:
+def _check(model: InterpModel, layer: int) -> int:
     if not isinstance(model.backend, HFHookBackend):
         raise InterpError("resuming a forward pass at a layer needs the 'hf' backend "
                           f"(this model uses {model.info.backend!r})")
     return resolve_layer(layer, model.n_layers)
 
 
-def forward_recording(model: Any, batch: TokenBatch, layer: int, logits_to_keep: int = 1,
+def forward_recording(model: InterpModel, batch: TokenBatch, layer: int, logits_to_keep: int = 1,
                       ) -> tuple[torch.Tensor, LayerInput]:
     """A full forward (hooks active) that also returns the input of ``layer``:
     (logits [B, T', V], :class:`LayerInput`)."""
@@ -61,7 +64,7 @@ def forward_recording(model: Any, batch: TokenBatch, layer: int, logits_to_keep:
 
 
 @contextmanager
-def _tail_only(model: Any, start: int, hidden: torch.Tensor) -> Iterator[None]:
+def _tail_only(model: InterpModel, start: int, hidden: torch.Tensor) -> Iterator[None]:
     path = model.modules.adapter.layers
     parent_path, _, attr = path.rpartition(".")
     parent = model.hf
@@ -87,7 +90,8 @@ def _tail_only(model: Any, start: int, hidden: torch.Tensor) -> Iterator[None]:
         handle.remove()
 
 
-def forward_from_layer(model: Any, cached: LayerInput, logits_to_keep: int = 1) -> torch.Tensor:
+def forward_from_layer(model: InterpModel, cached: LayerInput, logits_to_keep: int = 1
+                       ) -> torch.Tensor:
     """Logits [B, T', V] of ``cached.batch`` computed from layer ``cached.layer`` on, with every
     active hook (interventions, captures) at that layer and after applied."""
     start = _check(model, cached.layer)
@@ -97,7 +101,7 @@ def forward_from_layer(model: Any, cached: LayerInput, logits_to_keep: int = 1) 
         return model.forward(cached.batch, logits_to_keep=logits_to_keep)
 
 
-def resume_error(model: Any, cached: LayerInput, full_logits: torch.Tensor) -> float:
+def resume_error(model: InterpModel, cached: LayerInput, full_logits: torch.Tensor) -> float:
     """max |resumed − full| / max(max |full|, 1e-12) for the clean logits of one batch."""
     k = int(full_logits.shape[1])
     resumed = forward_from_layer(model, cached, logits_to_keep=k).float()

@@ -20,7 +20,7 @@ never called. Wind-tunnel runs are opened by ``analyses.open_model``, which atta
 (``interp`` knows no run layout).
 
 Example (needs the Hub or a cached copy):
-    >>> import interp
+    >>> from bayesgeom import interp
     >>> m = interp.load("EleutherAI/pythia-410m", revision="step143000")  # doctest: +SKIP
 """
 
@@ -36,19 +36,19 @@ from typing import Any
 import torch
 from torch import nn
 
-import interp.embedded_model as embedded_model
-from interp.devices import check_device, check_device_map
-from interp.errors import InterpError, ModelNotAvailableError
-from interp.hub_access import hub_load_kwargs
-from interp.model import InterpModel
-from interp.model_files import (
+from ..records import FileFault
+from . import embedded_model as embedded_model
+from .devices import check_device, check_device_map
+from .errors import InterpError, ModelNotAvailableError
+from .hub_access import hub_load_kwargs
+from .model import InterpModel
+from .model_files import (
     check_cached_hub_files,
     check_weight_files,
     damaged_fix,
     has_tokenizer_files,
     pickle_refusal,
 )
-from records import FileFault
 
 DTYPES = {"float64": torch.float64, "fp64": torch.float64,
           "float32": torch.float32, "fp32": torch.float32, "float16": torch.float16,

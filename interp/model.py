@@ -14,20 +14,25 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from interp.errors import InterpError, NonFiniteActivationError
-from interp.families import AttentionGeometry, ModuleMap, locate
-from interp.hf_hooks import HFHookBackend, SiteFn
-from interp.model_files import no_tokenizer_message
-from interp.positions import PositionSpec, normalise_positions, position_mask
-from interp.prompts import Prompts, encode_prompts
-from interp.sites import Site, all_sites, parse_sites, valid_site_listing
-from interp.tl_bridge import TransformerLensBackend, build_bridge
-from interp.token_batch import TokenBatch, left_pad
+from .errors import InterpError, NonFiniteActivationError
+from .families import AttentionGeometry, ModuleMap, locate
+from .finite import first_nonfinite
+from .hf_hooks import HFHookBackend, SiteFn
+from .model_files import no_tokenizer_message
+from .positions import PositionSpec, normalise_positions, position_mask
+from .prompts import Prompts, encode_prompts
+from .sites import Site, all_sites, parse_sites, valid_site_listing
+from .tl_bridge import TransformerLensBackend, build_bridge
+from .token_batch import TokenBatch, left_pad
+
+if TYPE_CHECKING:
+    from .intervention_kinds import Intervention
+    from .interventions import InterventionHandle
 
 BACKENDS = ("hf", "transformer_lens")
 
@@ -62,13 +67,12 @@ def check_logits(logits: torch.Tensor, batch: TokenBatch, edits: Sequence[str]) 
     forward hold NaN or inf at a real (not padding) token, naming ``edits`` and the first
     prompt and position affected."""
     width = logits.shape[1]
-    real = batch.attention_mask[:, batch.width - width:].bool().to(logits.device)
-    bad = (~torch.isfinite(logits)).any(-1) & real
-    if not bool(bad.any()):
+    real = batch.attention_mask[:, batch.width - width:].bool()
+    found = first_nonfinite(logits, lead=2, where=real)
+    if found is None:
         return
-    b, t = (int(i) for i in torch.nonzero(bad)[0])
+    (b, t), kind, _ = found
     prompt, pos = int(batch.prompt_index[b]), t + batch.width - width - int(batch.offsets[b])
-    kind = "NaN" if bool(torch.isnan(logits[b, t]).any()) else "inf"
     raise NonFiniteActivationError(
         f"{kind} logits at prompt {prompt}, position {pos} under {'; '.join(edits)}: the edit "
         "made the model's values non-finite downstream (too large a scale or shift?), or its "
@@ -280,8 +284,9 @@ class InterpModel:
             for h in reversed(handles):
                 h.remove()
 
-    def intervene(self, *interventions: Any, strict: bool = False) -> Any:
+    def intervene(self, *interventions: Intervention, strict: bool = False
+                  ) -> InterventionHandle:
         """Shorthand for :func:`interp.interventions.intervene`."""
-        from interp.interventions import intervene
+        from .interventions import intervene
 
         return intervene(self, *interventions, strict=strict)

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from interp.errors import ModelNotAvailableError, PickleWeightsError
-from records import FileFault, check_safetensors, read_json
+from ..records import FileFault, check_safetensors, read_json
+from .errors import ModelNotAvailableError, PickleWeightsError
 
 SAFE_INDEX = "model.safetensors.index.json"
 #: files any one of which means a directory carries its tokenizer

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from interp.errors import InterpError
-from interp.hf_hooks import HFHookBackend, norm_scale
+from .errors import InterpError
+from .hf_hooks import HFHookBackend, norm_scale
+
+if TYPE_CHECKING:
+    from .model import InterpModel
 
 
-def final_norm_module(model: Any) -> nn.Module:
+def final_norm_module(model: InterpModel) -> nn.Module:
     if not isinstance(model.backend, HFHookBackend):
         raise InterpError("freezing the final norm needs the 'hf' backend "
                           f"(this model uses {model.info.backend!r})")
@@ -30,7 +33,7 @@ def final_norm_module(model: Any) -> nn.Module:
 
 
 @contextmanager
-def frozen_final_norm(model: Any, scale: torch.Tensor) -> Iterator[None]:
+def frozen_final_norm(model: InterpModel, scale: torch.Tensor) -> Iterator[None]:
     """Run the final norm with ``scale`` [B, T] (float32, recorded on the clean pass of the same
     batch via the ``final_norm.scale`` site) in place of its own; the hook is removed on exit."""
     norm = final_norm_module(model)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from interp.errors import PositionError
+from .errors import PositionError
 
 PositionSpec = str | int | Sequence[int]
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from interp.errors import PromptError
+from .errors import PromptError
 
 Prompts = Sequence[str] | Sequence[Sequence[int]] | torch.Tensor | Any
 BOM = "\ufeff"

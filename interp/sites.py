@@ -29,7 +29,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from interp.errors import UnknownSiteError
+from .errors import UnknownSiteError
 
 #: kind -> (shape, description); the order is the order of listings.
 SITE_KINDS: dict[str, tuple[str, str]] = {

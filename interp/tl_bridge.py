@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from interp.errors import InterpError
-from interp.sites import SITE_KINDS, Site
-from interp.token_batch import TokenBatch
+from .errors import InterpError
+from .sites import SITE_KINDS, Site
+from .token_batch import TokenBatch
 
 SiteFn = Callable[[torch.Tensor], torch.Tensor | None]
 
@@ -57,9 +57,7 @@ def build_bridge(hf_model: nn.Module, tokenizer: Any | None, source: str | None)
         return TransformerBridge.boot_transformers(
             source, hf_model=hf_model, tokenizer=tokenizer, device=device, dtype=dtype
         )
-    from transformer_lens.factories.architecture_adapter_factory import (
-        ArchitectureAdapterFactory,
-    )
+    from transformer_lens.factories.architecture_adapter_factory import ArchitectureAdapterFactory
     from transformer_lens.model_bridge.sources._bridge_builder import build_bridge_config_from_hf
     from transformer_lens.model_bridge.sources._hf_format import (
         determine_architecture_from_hf_config,

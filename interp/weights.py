@@ -8,7 +8,7 @@ transposed ``Conv1D``), and the output columns are split into heads by the famil
 :class:`~interp.qkv_layout.QKVLayout`.
 
 Example:
-    >>> import interp  # doctest: +SKIP
+    >>> from bayesgeom import interp  # doctest: +SKIP
     >>> w, b = projection_weights(interp.load(), "attn.-1.k")  # doctest: +SKIP
     >>> w.shape  # [Hkv, d_model, d_head] on SmolLM2  # doctest: +SKIP
     torch.Size([3, 576, 64])
@@ -16,15 +16,18 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
-from interp.errors import InterpError
-from interp.families.adapter import in_features
+from .errors import InterpError
+from .families.adapter import in_features
+
+if TYPE_CHECKING:
+    from .model import InterpModel
 
 
-def projection_weights(model: Any, site: str) -> tuple[torch.Tensor, torch.Tensor]:
+def projection_weights(model: InterpModel, site: str) -> tuple[torch.Tensor, torch.Tensor]:
     """(W [n_heads, d_in, d_head], b [n_heads, d_head]) in float64 for an ``attn.L.{q,k,v}``
     site of an :class:`interp.InterpModel` (n_heads: query heads for q, kv heads for k and v);
     head h's output is ``x @ W[h] + b[h]``."""

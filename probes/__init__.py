@@ -6,7 +6,7 @@ come from scikit-learn; the information measures (entropy, KL, calibration, NaN-
 are :mod:`infotheory`'s, re-exported here.
 """
 
-from infotheory import (
+from ..infotheory import (
     Calibration,
     calibration,
     calibration_by_group,
@@ -18,18 +18,18 @@ from infotheory import (
     pearson,
     tvd,
 )
-from probes.attention_entropy import (
+from .attention_entropy import (
     AttentionEntropyProfile,
     attention_entropy_bits,
     attention_entropy_profile,
     focusing_fraction,
     head_entropies,
 )
-from probes.bootstrap import Interval, mean_interval, percentile_interval, resample_indices
-from probes.cka import linear_cka
-from probes.correlation import CorrelationResult, correlation_with_ci, spearman
-from probes.dimensionality import dimension_at_variance, participation_ratio
-from probes.domain_manifold import (
+from .bootstrap import Interval, mean_interval, percentile_interval, resample_indices
+from .cka import linear_cka
+from .correlation import CorrelationResult, correlation_with_ci, spearman
+from .dimensionality import dimension_at_variance, participation_ratio
+from .domain_manifold import (
     DomainManifold,
     ManifoldProjection,
     fit_domain_manifold,
@@ -37,9 +37,9 @@ from probes.domain_manifold import (
     manifold_angle_table,
     project_onto_manifold,
 )
-from probes.entropy_axis import AxisProvenance, EntropyAxis, fit_entropy_axis, prompt_set_hash
-from probes.entropy_probe import ProbeConfig, ProbeResult, entropy_probe, entropy_probe_table
-from probes.key_orthogonality import (
+from .entropy_axis import AxisProvenance, EntropyAxis, fit_entropy_axis, prompt_set_hash
+from .entropy_probe import ProbeConfig, ProbeResult, entropy_probe, entropy_probe_table
+from .key_orthogonality import (
     LayerOrthogonality,
     RandomBaseline,
     TokenKeyOrthogonality,
@@ -51,24 +51,24 @@ from probes.key_orthogonality import (
     split_key_weight,
     token_key_orthogonality,
 )
-from probes.multiple_testing import holm
-from probes.null_test import NullTest, null_test, parametric_p
-from probes.pca import PCAResult, fit_pca
-from probes.pca_summary import PCASummary, bootstrap_variance_ratios, summarize_pca
-from probes.position_control import (
+from .multiple_testing import holm
+from .null_test import NullTest, null_test, parametric_p
+from .pca import PCAResult, fit_pca
+from .pca_summary import PCASummary, bootstrap_variance_ratios, summarize_pca
+from .position_control import (
     POSITION_CONFOUND_R2,
     partial_spearman,
     position_design,
     position_only_r2,
     position_residual,
 )
-from probes.qk_alignment import QKAlignment, qk_alignment, qk_alignment_profile, qk_cosines
-from probes.streaming_entropy_probe import StreamingEntropyProbe
-from probes.streaming_moments import StreamingMoments
-from probes.streaming_pca import StreamingPCA
-from probes.subspace_angles import principal_angles
-from probes.validation_criteria import CriteriaResult, CriteriaThresholds, validation_criteria
-from probes.value_manifold import ValueManifoldSummary, ordering_score, value_manifold_summary
+from .qk_alignment import QKAlignment, qk_alignment, qk_alignment_profile, qk_cosines
+from .streaming_entropy_probe import StreamingEntropyProbe
+from .streaming_moments import StreamingMoments
+from .streaming_pca import StreamingPCA
+from .subspace_angles import principal_angles
+from .validation_criteria import CriteriaResult, CriteriaThresholds, validation_criteria
+from .value_manifold import ValueManifoldSummary, ordering_score, value_manifold_summary
 
 __all__ = [
     "POSITION_CONFOUND_R2",

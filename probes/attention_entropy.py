@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from infotheory import entropy_bits_from_probs
-from probes.bootstrap import Interval, percentile_interval, resample_indices
+from ..infotheory import entropy_bits_from_probs
+from .bootstrap import Interval, percentile_interval, resample_indices
 
 
 def attention_entropy_bits(attn: object) -> np.ndarray:

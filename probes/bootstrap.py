@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from probes.arrays import as_vector
+from .arrays import as_vector
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from probes.arrays import as_matrix
+from .arrays import as_matrix
 
 
 def linear_cka(x: object, y: object) -> float:

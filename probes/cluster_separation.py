@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import silhouette_score
 
-from probes.arrays import as_matrix
-from probes.bootstrap import make_rng
-from probes.pca import fit_pca
+from .arrays import as_matrix
+from .bootstrap import make_rng
+from .pca import fit_pca
 
 
 def label_silhouette(x: object, labels: object, n_components: int = 10,

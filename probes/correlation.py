@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
-from infotheory import pearson
-from probes.arrays import as_vector
-from probes.bootstrap import Interval, percentile_interval, resample_indices
+from ..infotheory import pearson
+from .arrays import as_vector
+from .bootstrap import Interval, percentile_interval, resample_indices
 
 
 def average_ranks(a: object) -> np.ndarray:

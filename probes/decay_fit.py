@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import OptimizeWarning, curve_fit
 
-from probes.bootstrap import make_rng
+from .bootstrap import make_rng
 
 CROSSED, NOT_CROSSED, AT_FLOOR = "crossed", "not_crossed", "at_floor"
 _B_BOUNDS = (0.05, 50.0)

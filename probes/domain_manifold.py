@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from probes.pca import PCAResult, fit_pca
-from probes.subspace_angles import principal_angles
+from .pca import PCAResult, fit_pca
+from .subspace_angles import principal_angles
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly

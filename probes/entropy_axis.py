@@ -33,14 +33,14 @@ import numpy as np
 from safetensors.numpy import load as st_load
 from safetensors.numpy import save as st_save
 
-from infotheory import pearson
-from probes.arrays import as_matrix, as_vector
-from probes.bootstrap import make_rng
-from probes.correlation import spearman
-from probes.entropy_probe import DEFAULT_ALPHAS, select_alpha
-from probes.pca import fit_pca, standardization_scale
-from probes.ridge import ridge_path
-from records import atomic_write_bytes, atomic_write_text
+from ..infotheory import pearson
+from ..records import atomic_write_bytes, atomic_write_text
+from .arrays import as_matrix, as_vector
+from .bootstrap import make_rng
+from .correlation import spearman
+from .entropy_probe import DEFAULT_ALPHAS, select_alpha
+from .pca import fit_pca, standardization_scale
+from .ridge import ridge_path
 
 AxisMethod = Literal["pc1", "ridge", "mean_difference"]
 FORMAT = "bayesgeom.entropy_axis"

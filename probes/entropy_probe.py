@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from probes.arrays import as_matrix, as_vector
-from probes.bootstrap import make_rng
-from probes.ridge import ridge_path
-from probes.splits import fold_assignments
+from .arrays import as_matrix, as_vector
+from .bootstrap import make_rng
+from .ridge import ridge_path
+from .splits import fold_assignments
 
 DEFAULT_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-4, 4, 17))
 

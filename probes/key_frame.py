@@ -22,7 +22,7 @@ directions count. With σ the singular values of K̂ and n = min(m − 1, d) (mi
 
 Example:
     >>> import numpy as np
-    >>> from probes.key_frame import frame_orthogonality, random_frame_score
+    >>> from bayesgeom.probes.key_frame import frame_orthogonality, random_frame_score
     >>> eye = np.eye(4, 8)
     >>> round(frame_orthogonality(eye), 6), round(frame_orthogonality(eye, centre=False), 6)
     (1.0, 1.0)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from probes.bootstrap import make_rng
+from .bootstrap import make_rng
 
 PERCENTILES: tuple[float, ...] = (5.0, 25.0, 50.0, 75.0, 95.0)
 

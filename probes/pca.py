@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.decomposition import PCA
 
-from probes.arrays import as_matrix
-from probes.dimensionality import dimension_at_variance, participation_ratio
+from .arrays import as_matrix
+from .dimensionality import dimension_at_variance, participation_ratio
 
 # A coordinate whose std is below this fraction of the largest std counts as constant.
 CONSTANT_RTOL = 1e-12

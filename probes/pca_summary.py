@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from probes.arrays import as_matrix
-from probes.bootstrap import Interval, percentile_interval, resample_indices
-from probes.pca import CONSTANT_RTOL, fit_pca
+from .arrays import as_matrix
+from .bootstrap import Interval, percentile_interval, resample_indices
+from .pca import CONSTANT_RTOL, fit_pca
 
 
 def bootstrap_variance_ratios(

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from infotheory import pearson
-from probes.arrays import as_vector
-from probes.correlation import average_ranks
-from probes.entropy_probe import ProbeConfig, entropy_probe
+from ..infotheory import pearson
+from .arrays import as_vector
+from .correlation import average_ranks
+from .entropy_probe import ProbeConfig, entropy_probe
 
 #: position-only R² at or above which a target counts as a function of position (a confound)
 POSITION_CONFOUND_R2 = 0.95

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from infotheory import kl_bits, pearson, tvd
+from ..infotheory import kl_bits, pearson, tvd
 
 
 def _check(bayes: np.ndarray, model: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

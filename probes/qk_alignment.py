@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from probes.attention_entropy import attention_entropy_bits
+from .attention_entropy import attention_entropy_bits
 
 
 def qk_cosines(q: object, k: object) -> np.ndarray:

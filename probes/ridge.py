@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.linear_model import Ridge
 
-from probes.arrays import as_matrix, as_vector
-from probes.pca import standardization_scale
+from .arrays import as_matrix, as_vector
+from .pca import standardization_scale
 
 # Scatter eigenvalues below this fraction of the largest count as zero.
 RANK_RTOL = 1e-10

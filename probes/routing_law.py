@@ -19,7 +19,7 @@ shared values and keys sum over the query heads of a group. Arrays are float64 n
 
 Example:
     >>> import numpy as np
-    >>> from probes.routing_law import score_gradient
+    >>> from bayesgeom.probes.routing_law import score_gradient
     >>> a = np.array([[[[0.25, 0.75]]]]); b = np.array([[[[1.0, 3.0]]]])
     >>> score_gradient(a, b)  # α (b − E_α b): E_α b = 2.5
     array([[[[-0.375,  0.375]]]])

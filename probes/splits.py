@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from probes.bootstrap import make_rng
+from .bootstrap import make_rng
 
 
 def fold_assignments(

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from probes.arrays import as_matrix, as_vector
-from probes.entropy_probe import DEFAULT_ALPHAS, ProbeResult
-from probes.ridge import RidgeModel, ridge_path_from_moments
-from probes.streaming_moments import StreamingMoments, merge_all
+from .arrays import as_matrix, as_vector
+from .entropy_probe import DEFAULT_ALPHAS, ProbeResult
+from .ridge import RidgeModel, ridge_path_from_moments
+from .streaming_moments import StreamingMoments, merge_all
 
 
 def _models(m: StreamingMoments, alphas: Sequence[float], standardize: bool) -> list[RidgeModel]:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from probes.arrays import as_matrix
+from .arrays import as_matrix
 
 
 class StreamingMoments:

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from probes.pca import PCAResult, pca_from_covariance, standardization_scale
-from probes.streaming_moments import StreamingMoments
+from .pca import PCAResult, pca_from_covariance, standardization_scale
+from .streaming_moments import StreamingMoments
 
 
 class StreamingPCA:

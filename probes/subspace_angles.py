@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import subspace_angles
 
-from probes.arrays import as_matrix
+from .arrays import as_matrix
 
 
 def principal_angles(a: object, b: object) -> np.ndarray:

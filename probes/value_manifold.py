@@ -22,10 +22,10 @@ import numpy as np
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
 
-from infotheory import pearson
-from probes.arrays import as_matrix, as_vector
-from probes.entropy_probe import r2_score
-from probes.pca import fit_pca
+from ..infotheory import pearson
+from .arrays import as_matrix, as_vector
+from .entropy_probe import r2_score
+from .pca import fit_pca
 
 
 def ordering_score(pc: object, h: object, n_bins: int = 10) -> float:

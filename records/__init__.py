@@ -3,15 +3,15 @@ results, declared options, the fingerprint + finished-part protocol, checksums, 
 errors with their exit statuses, and run directories held by one writer. It imports no other
 bayesgeom package; all of them may import it."""
 
-from records.atomic import atomic_write, atomic_write_bytes, atomic_write_text, make_dir, os_errors
-from records.checksums import (
+from .atomic import atomic_write, atomic_write_bytes, atomic_write_text, make_dir, os_errors
+from .checksums import (
     check_safetensors,
     file_sha256,
     has_checksums,
     verify_checksums,
     write_checksums,
 )
-from records.errors import (
+from .errors import (
     BayesgeomError,
     FaultError,
     FileFault,
@@ -20,28 +20,12 @@ from records.errors import (
     exit_code,
     os_error_line,
 )
-from records.files import (
-    json_safe,
-    read_json,
-    read_table,
-    read_text,
-    write_json,
-    write_table,
-    write_text,
-)
-from records.manifest import package_version, run_manifest
-from records.options import (
-    Option,
-    OptionError,
-    check_options,
-    declared,
-    option,
-    run_settings,
-    same_option,
-)
-from records.reuse import Parts, fingerprint
-from records.run_dir import RunBusyError, RunDir, RunDirError, finished_with, hold
-from records.typed import from_json, read_result, to_json, write_result
+from .files import json_safe, read_json, read_table, read_text, write_json, write_table, write_text
+from .manifest import package_version, run_manifest
+from .options import Option, OptionError, check_options, declared, option, run_settings, same_option
+from .reuse import Parts, fingerprint
+from .run_dir import RunBusyError, RunDir, RunDirError, check_out, finished_with, hold
+from .typed import from_json, read_result, to_json, write_result
 
 __all__ = [
     "BayesgeomError",
@@ -59,6 +43,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_options",
+    "check_out",
     "check_safetensors",
     "declared",
     "exit_code",

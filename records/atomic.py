@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from records.errors import FileFault, os_error_line
+from .errors import FileFault, os_error_line
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)

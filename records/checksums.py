@@ -26,9 +26,9 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
-from records.atomic import os_errors
-from records.errors import FileFault
-from records.files import read_json, write_json
+from .atomic import os_errors
+from .errors import FileFault
+from .files import read_json, write_json
 
 CHECKSUMS = "checksums.json"
 

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from records.atomic import atomic_write, atomic_write_text, os_errors
-from records.errors import FileFault, InputFileError
+from .atomic import atomic_write, atomic_write_text, os_errors
+from .errors import FileFault, InputFileError
 
 #: what to do about a damaged file bayesgeom wrote itself
 DAMAGED_FIX = "it is damaged; delete it (or the run) and rerun"

@@ -2,8 +2,9 @@
 
 A field made with :func:`option` carries its help text, its range and, where the command line
 needs it, a flag name, a parser or choices in ``metadata["option"]``. The ``bayesgeom`` command
-line derives its parsers from these declarations (``analyses.options``), and :func:`check_options`
-validates a configuration against them, so the CLI and the Python API give the same one-line
+line derives its parsers from these declarations (``analyses.kit.options``), and
+:func:`check_options` validates a configuration against them, so the CLI and the Python API
+give the same one-line
 message for a bad value.
 
 Example:
@@ -27,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from records.errors import UsageError
+from .errors import UsageError
 
 
 class OptionError(UsageError):

@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from records.atomic import atomic_write_bytes
-from records.checksums import file_sha256
-from records.errors import FileFault
-from records.files import json_safe, read_json, write_json, write_table
+from .atomic import atomic_write_bytes
+from .checksums import file_sha256
+from .errors import FileFault
+from .files import json_safe, read_json, write_json, write_table
 
 MARKER = "done.json"
 

@@ -44,10 +44,10 @@ from typing import Any
 
 import filelock
 
-from records.atomic import make_dir, os_errors
-from records.errors import FaultError, FileFault, UsageError, file_in_the_way, os_error_line
-from records.files import json_safe, read_json, write_json
-from records.reuse import MARKER, fingerprint
+from .atomic import make_dir, os_errors
+from .errors import FaultError, FileFault, UsageError, file_in_the_way, os_error_line
+from .files import json_safe, read_json, write_json
+from .reuse import MARKER, fingerprint
 
 LOCK = ".bayesgeom.lock"
 OWNER = ".bayesgeom.owner.json"
@@ -112,6 +112,33 @@ def hold(out: str | Path) -> Iterator[Path]:
 
 def _visible(out: Path) -> list[Path]:
     return sorted(p for p in out.iterdir() if p.name not in (LOCK, OWNER))
+
+
+def check_out(out: str | Path, experiment: str) -> dict[str, Any] | None:
+    """Whether ``out`` can hold a run of ``experiment``, read without taking it (cheap: call it
+    before any expensive work): its run record (``run.json``) where it holds one of this
+    experiment, None where it is new or empty; else a one-line :class:`RunDirError` (a file, a
+    folder of other files, or another experiment's run)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"{out} is a file, not a directory; choose another --out")
+    path = out / RECORD
+    if not path.exists():
+        others = _visible(out) if out.is_dir() else []
+        if others:
+            names = ", ".join(p.name for p in others[:3])
+            raise RunDirError(f"{out} holds files that are not a bayesgeom run "
+                              f"({names}{' ...' if len(others) > 3 else ''}); choose an "
+                              "empty or new --out")
+        return None
+    rec = read_json(path, expect=dict, fix=f"choose another --out or delete {out}")
+    kind = rec.get("experiment")
+    if kind is None:
+        raise RunDirError(f"{path} was written by an older bayesgeom (it names no "
+                          "command); choose another --out")
+    if kind != experiment:
+        raise RunDirError(f"{out} holds a bayesgeom {kind} run; choose another --out")
+    return rec
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -210,23 +237,11 @@ class RunDir:
         self._hold.__exit__(*exc)
 
     def _claim(self) -> None:
-        path = self.out / RECORD
-        if not path.exists():
-            others = _visible(self.out)
-            if others:
-                names = ", ".join(p.name for p in others[:3])
-                raise RunDirError(f"{self.out} holds files that are not a bayesgeom run "
-                                  f"({names}{' ...' if len(others) > 3 else ''}); choose an "
-                                  "empty or new --out")
+        rec = check_out(self.out, self.experiment)
+        if rec is None:
             self._write("running")
             return
-        rec = read_json(path, expect=dict, fix=f"choose another --out or delete {self.out}")
-        kind = rec.get("experiment")
-        if kind is None:
-            raise RunDirError(f"{path} was written by an older bayesgeom (it names no "
-                              "command); choose another --out")
-        if kind != self.experiment:
-            raise RunDirError(f"{self.out} holds a bayesgeom {kind} run; choose another --out")
+        kind = rec["experiment"]
         same = rec.get("fingerprint") == self.fingerprint
         if same and not self.restart:
             self.previous = rec

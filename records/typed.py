@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import dacite
 
-from records.files import json_safe, read_json, write_json
+from .files import json_safe, read_json, write_json
 
 T = TypeVar("T")
 

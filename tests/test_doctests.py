@@ -18,11 +18,12 @@ MODULES = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffi
 @pytest.mark.parametrize("name", MODULES)
 def test_examples_run(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    result = doctest.testmod(importlib.import_module(name),
+    result = doctest.testmod(importlib.import_module(f"bayesgeom.{name}"),
                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed"
 
 
 def test_the_public_api_has_examples():
     assert {"records.reuse", "records.typed", "infotheory.measures", "interp.edits",
-            "analyses.options", "analyses.models", "windtunnel.posterior_prompts"} <= set(MODULES)
+            "analyses.kit.options", "analyses.kit.models",
+            "windtunnel.posterior_prompts"} <= set(MODULES)

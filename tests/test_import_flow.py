@@ -26,18 +26,24 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(name: str, path: Path) -> set[str]:
-    """Every module ``name`` imports (function-level imports included)."""
+    """Every module ``name`` imports (function-level imports included), spelled without the
+    ``bayesgeom.`` prefix; ``from PKG import name`` counts as ``PKG.name`` where that is a
+    module (a submodule imported by name), else as ``PKG``."""
     out = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
+            out |= {a.name.removeprefix("bayesgeom.") for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                out.add(".".join(base + ([node.module] if node.module else [])))
-            elif node.module:
-                out.add(node.module)
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = (node.module or "").removeprefix("bayesgeom").removeprefix(".")
+            for a in node.names:
+                sub = f"{module}.{a.name}" if module else a.name
+                out.add(sub if (ROOT / sub.replace(".", "/")).is_dir()
+                         or (ROOT / (sub.replace(".", "/") + ".py")).is_file() else module)
     return out
 
 

@@ -7,15 +7,16 @@ long_recall) for training small models, and the text task SULA for pretrained LL
 :class:`CheckpointError` a damaged or altered file (exit status 1).
 """
 
-from windtunnel.assoc_recall import AssocRecallConfig, AssocRecallTask
-from windtunnel.bijection import BijectionConfig, BijectionTask
-from windtunnel.checkpoint import CheckpointError
-from windtunnel.hmm import HMMConfig, HMMTask
-from windtunnel.long_recall import LongRecallConfig, LongRecallTask
-from windtunnel.posterior_prompts import PosteriorPrompts, PromptSetError
-from windtunnel.runs import LoadedRun, NotARunError, RunDirError, is_windtunnel_dir, load_run
-from windtunnel.sula import SulaError, SulaTask, SulaTaskConfig
-from windtunnel.task import (
+from .architectures import register_auto_classes
+from .assoc_recall import AssocRecallConfig, AssocRecallTask
+from .bijection import BijectionConfig, BijectionTask
+from .checkpoint import CheckpointError
+from .hmm import HMMConfig, HMMTask
+from .long_recall import LongRecallConfig, LongRecallTask
+from .posterior_prompts import PosteriorPrompts, PromptSetError
+from .runs import LoadedRun, NotARunError, RunDirError, is_windtunnel_dir, load_run
+from .sula import SulaError, SulaTask, SulaTaskConfig
+from .task import (
     TASKS,
     Task,
     TaskBatch,
@@ -26,6 +27,8 @@ from windtunnel.task import (
     task_from_config,
     token_task_from_config,
 )
+
+register_auto_classes()  # saved wind-tunnel models open with from_pretrained / interp.load
 
 __all__ = [
     "TASKS",
@@ -54,6 +57,7 @@ __all__ = [
     "load_run",
     "make_task",
     "make_token_task",
+    "register_auto_classes",
     "task_from_config",
     "token_task_from_config",
 ]

@@ -17,23 +17,31 @@ import math
 from collections.abc import Callable
 
 import torch
-from transformers import PreTrainedModel
+from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
 
-from windtunnel.llama import build_llama
-from windtunnel.mlp import WindTunnelMLP, WindTunnelMLPConfig
-from windtunnel.recurrent import (
-    WindTunnelLSTM,
-    WindTunnelLSTMConfig,
-    lstm_params,
-    mamba_config,
-    mamba_params,
-)
-from windtunnel.task import TaskConfigError, TokenTask
-from windtunnel.transformer import build_transformer, get_preset, transformer_config
+from .llama import WindTunnelLlama, WindTunnelLlamaConfig, build_llama
+from .mlp import WindTunnelMLP, WindTunnelMLPConfig
+from .recurrent import WindTunnelLSTM, WindTunnelLSTMConfig, lstm_params, mamba_config, mamba_params
+from .task import TaskConfigError, TokenTask
+from .transformer import build_transformer, get_preset, transformer_config
+
+#: the wind tunnel's own model classes (config, model); GPT-2 and Mamba are stock transformers
+AUTO_CLASSES = ((WindTunnelMLPConfig, WindTunnelMLP), (WindTunnelLSTMConfig, WindTunnelLSTM),
+                (WindTunnelLlamaConfig, WindTunnelLlama))
+
+
+def register_auto_classes() -> None:
+    """Register :data:`AUTO_CLASSES` with ``AutoConfig`` / ``AutoModelForCausalLM`` (globally,
+    idempotent), so ``from_pretrained`` and ``interp.load(path)`` open their saved models.
+    Called by ``import bayesgeom.windtunnel`` and before every model or checkpoint load."""
+    for config_cls, model_cls in AUTO_CLASSES:
+        AutoConfig.register(config_cls.model_type, config_cls, exist_ok=True)
+        AutoModelForCausalLM.register(config_cls, model_cls, exist_ok=True)
 
 
 def n_params(model: torch.nn.Module) -> int:
-    """Number of distinct parameters (tied weights counted once)."""
+    """Number of distinct parameters (tied weights counted once, unused ones included), of
+    any module: token models and the sticky chain's (:mod:`windtunnel.sticky_chain`) alike."""
     return sum(p.numel() for p in model.parameters())
 
 

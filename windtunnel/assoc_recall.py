@@ -50,9 +50,9 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from infotheory import entropy_bits_from_probs
-from records import option
-from windtunnel.task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
+from ..infotheory import entropy_bits_from_probs
+from ..records import option
+from .task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
 
 Variant = Literal["recall", "binding"]
 VARIANTS = ("recall", "binding")

@@ -42,17 +42,10 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from infotheory import entropy_bits_from_probs
-from records import option
-from windtunnel.sparse_posterior import SparsePosterior
-from windtunnel.task import (
-    DENSE_MAX_H,
-    TaskBatch,
-    TaskConfigError,
-    TokenTask,
-    config_dict,
-    register_task,
-)
+from ..infotheory import entropy_bits_from_probs
+from ..records import option
+from .sparse_posterior import SparsePosterior
+from .task import DENSE_MAX_H, TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
 
 Layout = Literal["sepvocab", "paired"]
 #: the exact noisy posterior costs O(V³) per sequence: the largest V it is offered for

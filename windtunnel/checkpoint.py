@@ -29,8 +29,7 @@ import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel
 from transformers.utils import logging as hf_logging
 
-import windtunnel.mlp  # noqa: F401  (registers the MLP baselines with the Auto classes)
-from records import (
+from ..records import (
     FileFault,
     check_safetensors,
     has_checksums,
@@ -44,6 +43,7 @@ from records import (
     write_table,
     write_text,
 )
+from .architectures import register_auto_classes
 
 hf_logging.disable_progress_bar()  # per-shard bars would drown the training progress bar
 
@@ -52,6 +52,44 @@ RESTART_FIX = "rerun its windtunnel train command with --restart to train it aga
 #: the fix for a damaged model directory outside a run
 REPLACE_FIX = "the model is damaged; train or copy it again"
 WEIGHTS = "model.safetensors"
+#: a run's checkpoint folder, and the name prefixes of its resumable and its dense checkpoints
+CHECKPOINTS, STEP, DENSE = "checkpoints", "step", "dense"
+_NAME = re.compile(rf"({STEP}|{DENSE})-(\d+)")
+
+
+def checkpoint_name(kind: str, step: int) -> str:
+    """The folder name of checkpoint ``kind`` (:data:`STEP` or :data:`DENSE`) at ``step``:
+    ``step-0000500``."""
+    return f"{kind}-{step:07d}"
+
+
+def parse_checkpoint_name(name: str) -> tuple[str, int] | None:
+    """(kind, step) of a checkpoint folder name (:func:`checkpoint_name`); None for any other
+    name (``LATEST``, a ``.tmp-*`` folder)."""
+    m = _NAME.fullmatch(name)
+    return (m[1], int(m[2])) if m else None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A saved model of a run: ``kind`` ``"dense"`` (model-only checkpoint), ``"checkpoint"``
+    (resumable) or ``"final"`` (the run's ``model/``); ``step`` in optimiser steps; ``path``
+    the model directory (:func:`load_model` opens it)."""
+
+    step: int
+    kind: str
+    path: Path
+
+
+def list_snapshots(root: Path) -> list[Snapshot]:
+    """Every checkpoint folder under ``root`` (a run's :data:`CHECKPOINTS`), sorted by folder
+    name (at one step the dense one first); [] when ``root`` does not exist. The folders are
+    listed, not verified."""
+    if not root.is_dir():
+        return []
+    with as_checkpoint_error(), os_errors(root, writing=False):
+        named = [(parse_checkpoint_name(d.name), d) for d in sorted(root.iterdir()) if d.is_dir()]
+    return [Snapshot(n[1], "dense" if n[0] == DENSE else "checkpoint", d) for n, d in named if n]
 
 
 class CheckpointError(FileFault):
@@ -119,8 +157,8 @@ def save_checkpoint(
     """Write checkpoint ``step`` under ``root`` (checksummed, renamed into place), point
     ``LATEST`` at it and delete all but the ``keep_last`` newest ``step-*`` folders."""
     make_dir(root)
-    d = root / f"step-{step:07d}"
-    tmp = root / f".tmp-step-{step:07d}"
+    d = root / checkpoint_name(STEP, step)
+    tmp = root / f".tmp-{d.name}"
     _fresh_tmp(tmp)
     save_model_files(model, tmp)
     with os_errors(tmp / "optimizer.pt"):
@@ -129,7 +167,7 @@ def save_checkpoint(
     write_table(tmp / "log.csv", log)
     _move_into_place(tmp, d)
     write_text(root / "LATEST", d.name + "\n")
-    olds = sorted(p for p in root.glob("step-*") if p.is_dir() and p.name != d.name)
+    olds = sorted(p for p in root.glob(f"{STEP}-*") if p.is_dir() and p.name != d.name)
     for p in olds[: max(0, len(olds) - (keep_last - 1))]:
         shutil.rmtree(p, ignore_errors=True)
     return d
@@ -138,8 +176,8 @@ def save_checkpoint(
 def save_dense(root: Path, step: int, model: PreTrainedModel) -> Path:
     """Write the model-only checkpoint ``dense-<step>`` (checksummed) under ``root``."""
     make_dir(root)
-    d = root / f"dense-{step:07d}"
-    tmp = root / f".tmp-dense-{step:07d}"
+    d = root / checkpoint_name(DENSE, step)
+    tmp = root / f".tmp-{d.name}"
     _fresh_tmp(tmp)
     save_model_files(model, tmp)
     _move_into_place(tmp, d)
@@ -189,6 +227,7 @@ def load_model(path: str | Path, fix: str = REPLACE_FIX) -> PreTrainedModel:
     try:
         # Transformers train with eager attention; keep the same kernels so logits are identical.
         kw = {"attn_implementation": "eager"} if cfg.get("model_type") == "gpt2" else {}
+        register_auto_classes()  # the MLP, LSTM and Llama wind tunnels' own classes
         model = AutoModelForCausalLM.from_pretrained(path, use_safetensors=True, **kw)
     except Exception as e:  # safetensors / config errors have many types
         raise CheckpointError(f"corrupt model at {path}: {type(e).__name__}: "

@@ -10,17 +10,11 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from records import FaultError
-from windtunnel.metrics import (
-    Accumulator,
-    CalibrationReport,
-    calibration_stats,
-    report_from,
-    slice_log_probs,
-)
-from windtunnel.readout import block_outputs, final_norm_and_head
-from windtunnel.seeds import Purpose, stream
-from windtunnel.task import TaskConfigError, TokenTask
+from ..records import FaultError
+from .metrics import Accumulator, CalibrationReport, calibration_stats, report_from, slice_log_probs
+from .readout import block_outputs, final_norm_and_head
+from .seeds import Purpose, stream
+from .task import TaskConfigError, TokenTask
 
 #: sequences per evaluation batch (part of the held-out stream's definition: batch i of a run's
 #: evaluation is stream (seed, EVAL, i), so changing it changes which sequences are drawn)

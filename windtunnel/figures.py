@@ -8,8 +8,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from records import write_text
-from windtunnel.metrics import CalibrationReport
+from ..records import write_text
+from .metrics import CalibrationReport
 
 
 def training_figures(path: Path, log: pd.DataFrame, rep: CalibrationReport, title: str) -> Path:

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from infotheory import entropy_bits_from_probs
-from records import option
-from windtunnel.evaluate import EVAL_BATCH
-from windtunnel.seeds import Purpose, stream
-from windtunnel.task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
+from ..infotheory import entropy_bits_from_probs
+from ..records import option
+from .evaluate import EVAL_BATCH
+from .seeds import Purpose, stream
+from .task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
 
 FLOOR_CENTS = 5
 N_PROB_TOKENS = 96  # 0.05 .. 1.00
@@ -163,7 +163,7 @@ def window_ladder(task: HMMTask, windows: Sequence[int], n: int = 2000, seed: in
     HMM MAE sits beside (how many observations back its predictions are worth).
 
     Example:
-        >>> from windtunnel import make_task
+        >>> from bayesgeom.windtunnel import make_task
         >>> lad = window_ladder(make_task("hmm", K=4), [1, 4], n=50)
         >>> lad[4]["entropy_mae_bits"] < 1e-12 < lad[1]["entropy_mae_bits"]
         True
@@ -192,6 +192,7 @@ class HMMTask(TokenTask):
     name = "hmm"
     soft_targets = True
     size_options = ("K",)
+    length_option = "K"
 
     def __init__(self, cfg: HMMConfig):
         if cfg.S < 2 or cfg.O < 2:
@@ -243,6 +244,9 @@ class HMMTask(TokenTask):
         if self.cfg.max_K < K:
             raise TaskConfigError(f"K={K} exceeds max_K={self.cfg.max_K} this task was sized for")
         return HMMTask(replace(self.cfg, K=K))
+
+    def at_length(self, value: int) -> HMMTask:
+        return self.with_K(value)
 
     def describe_tokens(self) -> dict[str, Any]:
         return {

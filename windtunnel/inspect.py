@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from windtunnel.seeds import Purpose, stream
-from windtunnel.task import Task, TaskBatch, TokenTask
+from .seeds import Purpose, stream
+from .task import Task, TaskBatch, TokenTask
 
 
 def batch_records(task: TokenTask, batch: TaskBatch, digits: int = 6) -> list[dict[str, Any]]:

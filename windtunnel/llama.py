@@ -49,9 +49,10 @@ fewer (2,670,144), ``"bam"`` 72 more than those (2,670,216), ``"bam"`` with SSMa
 (2,670,252).
 
 The config (``model_type`` ``bayesgeom_llama``) is registered with ``AutoConfig`` /
-``AutoModelForCausalLM`` when this module is imported (``windtunnel.architectures`` imports it),
-so ``save_pretrained`` / ``from_pretrained`` and ``interp.load(path)`` work once ``windtunnel``
-has been imported in the process; ``interp``'s Llama family adapter serves it.
+``AutoModelForCausalLM`` by :func:`windtunnel.architectures.register_auto_classes` (run by
+``import bayesgeom.windtunnel`` and before every checkpoint load), so ``save_pretrained`` /
+``from_pretrained`` and ``interp.load(path)`` work once ``windtunnel`` has been imported in the
+process; ``interp``'s Llama family adapter serves it.
 """
 
 from __future__ import annotations
@@ -62,13 +63,13 @@ from typing import Any
 import torch
 from huggingface_hub.dataclasses import strict
 from torch import nn
-from transformers import ArceeConfig, ArceeForCausalLM, AutoConfig, AutoModelForCausalLM
+from transformers import ArceeConfig, ArceeForCausalLM
 from transformers import initialization as init
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
-from windtunnel.position_priors import PRIOR_SCHEMES, PositionPrior, PriorAttention
-from windtunnel.task import TaskConfigError, TokenTask
-from windtunnel.transformer import TransformerPreset
+from .position_priors import PRIOR_SCHEMES, PositionPrior, PriorAttention
+from .task import TaskConfigError, TokenTask
+from .transformer import TransformerPreset
 
 #: positional schemes: a learned absolute table, rotary, none (the causal mask alone), or an
 #: additive prior on the scores (ALiBi, BAM)
@@ -255,8 +256,8 @@ def build_llama(task: TokenTask, preset: TransformerPreset, position_scheme: str
     :func:`llama_config`'s ``ssmax``, ``bam_shared``, ``bam_learn_mu``.
 
     Example:
-        >>> from windtunnel import make_task
-        >>> from windtunnel.transformer import get_preset
+        >>> from bayesgeom.windtunnel import make_task
+        >>> from bayesgeom.windtunnel.transformer import get_preset
         >>> task = make_task("bijection", V=20)
         >>> m = build_llama(task, get_preset("paper"))
         >>> sum(p.numel() for p in m.parameters())
@@ -278,7 +279,7 @@ def llama_params(vocab_size: int, n_positions: int, preset: TransformerPreset,
     positions (``max_position_embeddings``).
 
     Example:
-        >>> from windtunnel.transformer import get_preset
+        >>> from bayesgeom.windtunnel.transformer import get_preset
         >>> llama_params(40, 38, get_preset("paper"), "bam", ssmax=True)  # 2,670,144 + 6·18
         2670252
     """
@@ -288,7 +289,3 @@ def llama_params(vocab_size: int, n_positions: int, preset: TransformerPreset,
     per_prior = (3 if bam_learn_mu else 2) * H if position_scheme == "bam" else 0
     priors = per_prior * (1 if bam_shared else L)
     return L * block + vocab_size * d + table + d + priors
-
-
-AutoConfig.register(WindTunnelLlamaConfig.model_type, WindTunnelLlamaConfig)
-AutoModelForCausalLM.register(WindTunnelLlamaConfig, WindTunnelLlama)

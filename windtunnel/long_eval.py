@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import torch
 from transformers import DynamicCache
 
-from windtunnel.task import TaskConfigError
+from .task import TaskConfigError
 
 
 def position_limit(model: torch.nn.Module) -> int | None:
@@ -25,8 +25,8 @@ def position_limit(model: torch.nn.Module) -> int | None:
     (RoPE, NoPE, ALiBi, BAM).
 
     Example:
-        >>> from windtunnel import make_task
-        >>> from windtunnel.architectures import build_model
+        >>> from bayesgeom.windtunnel import make_task
+        >>> from bayesgeom.windtunnel.architectures import build_model
         >>> t = make_task("bijection", V=6)
         >>> position_limit(build_model(t, "llama", "tiny")), position_limit(
         ...     build_model(t, "llama-bam", "tiny"))
@@ -50,8 +50,8 @@ def chunked_logits(model: torch.nn.Module, input_ids: torch.Tensor, chunk: int =
     of ``chunk`` queries with a KV cache. The model runs in eval mode, restored afterwards.
 
     Example:
-        >>> from windtunnel import make_task
-        >>> from windtunnel.architectures import build_model
+        >>> from bayesgeom.windtunnel import make_task
+        >>> from bayesgeom.windtunnel.architectures import build_model
         >>> t = make_task("bijection", V=6)
         >>> m = build_model(t, "llama-alibi", "tiny").eval()
         >>> ids = torch.randint(0, t.vocab_size, (2, 40))  # over 4x the task's 9 tokens

@@ -55,18 +55,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from records import option, same_option
-from windtunnel.bijection import BijectionConfig
-from windtunnel.priors import PRIORS, prior_weights, sample_from
-from windtunnel.sparse_posterior import SparsePosterior
-from windtunnel.task import (
-    DENSE_MAX_H,
-    TaskBatch,
-    TaskConfigError,
-    TokenTask,
-    config_dict,
-    register_task,
-)
+from ..records import option, same_option
+from .bijection import BijectionConfig
+from .priors import PRIORS, prior_weights, sample_from
+from .sparse_posterior import SparsePosterior
+from .task import DENSE_MAX_H, TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
 
 FILLER, QUERY = 0, 1
 KEY_BASE = 2
@@ -102,6 +95,7 @@ class LongRecallConfig:
 class LongRecallTask(TokenTask):
     name = "long_recall"
     size_options = ("length", "value_vocab")
+    length_option = "length"
 
     def __init__(self, cfg: LongRecallConfig):
         T, d = int(cfg.length), int(cfg.record_every)
@@ -175,6 +169,9 @@ class LongRecallTask(TokenTask):
         another sequence length; ``max_length`` grows to it where needed."""
         return LongRecallTask(replace(self.cfg, length=int(length),
                                       max_length=max(self.max_seq_len, int(length))))
+
+    def at_length(self, value: int) -> LongRecallTask:
+        return self.with_length(value)
 
     def sample_at(self, length: int, n: int,
                   seed: int | np.random.Generator | np.random.SeedSequence) -> TaskBatch:

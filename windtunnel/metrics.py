@@ -31,14 +31,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from infotheory import (
+from ..infotheory import (
     entropy_bits_from_logprobs,
     entropy_bits_from_probs,
     kl_bits,
     kl_bits_from_logprobs,
     tvd,
 )
-from windtunnel.sparse_posterior import SparsePosterior, calibration_terms
+from .sparse_posterior import SparsePosterior, calibration_terms
 
 #: KL(model ‖ Bayes) floors the Bayes posterior here (eliminated values have probability 0)
 KL_CLIP = 1e-12

@@ -15,7 +15,7 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutput
 
 
@@ -124,7 +124,3 @@ class WindTunnelMLP(PreTrainedModel):
         return CausalLMOutput(
             logits=self.lm_head(x), hidden_states=tuple(hidden) if output_hidden_states else None
         )
-
-
-AutoConfig.register(WindTunnelMLPConfig.model_type, WindTunnelMLPConfig)
-AutoModelForCausalLM.register(WindTunnelMLPConfig, WindTunnelMLP)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from infotheory import entropy_bits_from_probs
+from ..infotheory import entropy_bits_from_probs
 
 
 class PromptSetError(ValueError):

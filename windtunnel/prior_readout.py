@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from windtunnel.position_priors import PriorAttention, alibi_slopes, bam_bias
-from windtunnel.task import TaskConfigError
+from .position_priors import PriorAttention, alibi_slopes, bam_bias
+from .task import TaskConfigError
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,8 @@ def read_priors(model: torch.nn.Module, max_distance: int = 64) -> PriorReadout:
     (``position_scheme`` alibi, bam or nope) over distances 0..``max_distance`` (tokens).
 
     Example:
-        >>> from windtunnel import make_task
-        >>> from windtunnel.architectures import build_model
+        >>> from bayesgeom.windtunnel import make_task
+        >>> from bayesgeom.windtunnel.architectures import build_model
         >>> r = read_priors(build_model(make_task("bijection", V=6), "llama-alibi", "tiny"), 4)
         >>> r.scale[0].round(8).tolist(), r.theta_beta[0].tolist()  # m_h = 2^(-8h/H), H = 2
         ([0.0625, 0.00390625], [1.0, 1.0])

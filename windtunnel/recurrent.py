@@ -7,10 +7,10 @@
   between layers; the wind-tunnel transformer uses none). The authors' bijection LSTM (d 192,
   6 layers) has 1.79M parameters; this class with the same sizes has the same count.
   Its config (``model_type`` ``bayesgeom_lstm``) is registered with ``AutoConfig`` /
-  ``AutoModelForCausalLM`` when this module is imported -- ``import windtunnel.architectures``
-  (which every training, run-loading and checkpoint path imports) does it -- so
-  ``save_pretrained`` / ``from_pretrained``, checkpoints and ``interp.load(path)`` work once
-  ``windtunnel`` has been imported in the process (the registration is global).
+  ``AutoModelForCausalLM`` by :func:`windtunnel.architectures.register_auto_classes` (run by
+  ``import bayesgeom.windtunnel`` and before every checkpoint load), so ``save_pretrained`` /
+  ``from_pretrained``, checkpoints and ``interp.load(path)`` work once ``windtunnel`` has been
+  imported in the process (the registration is global).
 * **Mamba** (:func:`mamba_config`): a stock Hugging Face ``MambaConfig`` for
   ``MambaForCausalLM`` (pure-PyTorch selective scan on CPU; ``mambapy``'s parallel scan where it
   is installed, ``use_mambapy``), so its saved model directory loads with plain transformers and
@@ -31,13 +31,7 @@ from typing import Any, ClassVar
 
 import torch
 from torch import nn
-from transformers import (
-    AutoConfig,
-    AutoModelForCausalLM,
-    MambaConfig,
-    PretrainedConfig,
-    PreTrainedModel,
-)
+from transformers import MambaConfig, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutput
 
 #: the Mamba sizes that stay fixed when a preset is matched (the authors': d_state 16, expand 2,
@@ -219,7 +213,3 @@ def mamba_params(vocab_size: int, d_model: int, n_layer: int, dt_rank: int | Non
              + inner * N + inner  # A_log, D
              + inner * d)  # out_proj
     return vocab_size * d + n_layer * block + d  # embedding (tied head), blocks, final norm
-
-
-AutoConfig.register(WindTunnelLSTMConfig.model_type, WindTunnelLSTMConfig)
-AutoModelForCausalLM.register(WindTunnelLSTMConfig, WindTunnelLSTM)

@@ -13,7 +13,9 @@ A training run holds its folder as a :class:`records.RunDir` of experiment :data
 (a second process gets a one-line :class:`records.RunBusyError`); :func:`read_finished`
 verifies a finished run's files before its metrics are reused; :func:`load_run` opens a run
 directory, a saved model directory, or a checkpoint directory inside a run, and returns the
-model with the task it was trained on -- this package is the only one that knows the layout.
+model with the task it was trained on; :func:`read_run` reads a run's record, training log and
+snapshots without loading a model (:class:`RunRecord`) -- this package is the only one that
+knows the layout, and analyses read run folders only through these.
 A ``run.json`` of another bayesgeom experiment (geometry, steer ...) is not a wind-tunnel run.
 
 Example:
@@ -33,7 +35,7 @@ from typing import Any
 import pandas as pd
 from transformers import PreTrainedModel
 
-from records import (
+from ..records import (
     InputFileError,
     RunDirError,
     has_checksums,
@@ -45,28 +47,34 @@ from records import (
     write_json,
     write_table,
 )
-from windtunnel.architectures import n_params
-from windtunnel.checkpoint import (
+from .architectures import n_params
+from .checkpoint import (
+    CHECKPOINTS,
     RESTART_FIX,
     CheckpointError,
+    Snapshot,
     as_checkpoint_error,
     latest_checkpoint_dir,
+    list_snapshots,
     load_model,
     save_model_files,
 )
-from windtunnel.metrics import CalibrationReport
-from windtunnel.task import TaskConfigError, TokenTask, token_task_from_config
+from .metrics import CalibrationReport
+from .task import TaskConfigError, TokenTask, token_task_from_config
+from .train_config import TrainConfig
 
-__all__ = ["EXPERIMENT", "MODEL_RECORD", "RUN_RECORD", "LoadedRun", "NotARunError",
-           "RunDirError", "is_windtunnel_dir", "load_run", "log_frame",
-           "read_finished", "save_final_model", "write_finished"]
+__all__ = ["EXPERIMENT", "LOG", "MODEL_RECORD", "RUN_RECORD", "LoadedRun", "NotARunError",
+           "RunDirError", "RunRecord", "Snapshot", "find_run", "is_windtunnel_dir", "load_run",
+           "log_frame", "read_finished", "read_run", "save_final_model", "write_finished"]
 
 #: the experiment name a training run's ``run.json`` carries
 EXPERIMENT = "windtunnel train"
 RUN_RECORD = "run.json"
 MODEL_RECORD = "windtunnel.json"
+#: the training log of a finished run
+LOG = "metrics.parquet"
 #: the files of a finished run whose content is reused (checksummed in ``checksums.json``)
-REUSED = ("eval.json", "metrics.parquet")
+REUSED = ("eval.json", LOG)
 LOG_COLUMNS = ("step", "elapsed_s", "train_loss", "lr", "eval_entropy_mae_bits",
                "eval_entropy_mae_curve_bits", "eval_kl_bits", "eval_tvd", "eval_accuracy")
 #: the fix for a damaged finished run
@@ -100,7 +108,7 @@ def read_finished(out: Path) -> tuple[dict[str, Any], pd.DataFrame]:
             verify_checksums(d, fix=FINISHED_FIX)
         summary = read_json(out / "eval.json", expect=dict, keys=("params", "entropy_mae_bits"),
                             fix=FINISHED_FIX)
-        log = read_table(out / "metrics.parquet", columns=("step",), fix=FINISHED_FIX)
+        log = read_table(out / LOG, columns=("step",), fix=FINISHED_FIX)
     return summary, log
 
 
@@ -170,10 +178,7 @@ def load_run(path: str | Path) -> LoadedRun:
                              str(meta["arch"]), -1, path)
         kind, other = _record(path)
         if kind == "other":
-            what = other.get("experiment") if other else None
-            raise NotARunError(f"{path} holds a bayesgeom {what} run, not a wind-tunnel "
-                               "training run" if what else f"{path / RUN_RECORD} is not a "
-                               "wind-tunnel run record (it has no config and task)")
+            raise _other_run(path, other)
         if kind is None:
             if not (path / "config.json").exists():
                 raise NotARunError(f"{path} is not a bayesgeom run (no {RUN_RECORD}, "
@@ -196,11 +201,104 @@ def load_run(path: str | Path) -> LoadedRun:
             if not isinstance(steps, int):
                 raise CheckpointError(f"{rec_path} has no step count (steps_done); {fix}")
             return LoadedRun(load_model(path / "model", FINISHED_FIX), task, arch, steps, path)
-        ck = latest_checkpoint_dir(path / "checkpoints")
+        ck = latest_checkpoint_dir(path / CHECKPOINTS)
         if ck is None:
             raise CheckpointError(f"{path} has no checkpoint yet; train it first")
         state = read_json(ck / "state.json", expect=dict, keys=("step",), fix=RESTART_FIX)
         return LoadedRun(load_model(ck, RESTART_FIX), task, arch, int(state["step"]), path)
+
+
+def _other_run(path: Path, other: dict[str, Any] | None) -> NotARunError:
+    """The error for a folder whose ``run.json`` is another bayesgeom experiment's."""
+    what = other.get("experiment") if other else None
+    return NotARunError(f"{path} holds a bayesgeom {what} run, not a wind-tunnel training run"
+                        if what else f"{path / RUN_RECORD} is not a wind-tunnel run record "
+                        "(it has no config and task)")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A wind-tunnel run folder, read from its ``run.json`` (``record``, whole) without loading
+    a model: ``config`` the training configuration as recorded (:attr:`train_config`: as a
+    :class:`TrainConfig`), ``arch`` and ``seed`` from it (None where it lacks them),
+    ``steps_done`` (optimiser steps; None until finished), ``status`` (``"done"`` when
+    finished); the training log and the snapshots on request (:meth:`log`, :meth:`snapshots`)."""
+
+    path: Path
+    record: dict[str, Any]
+    config: dict[str, Any]
+    arch: str | None
+    seed: int | None
+    steps_done: int | None
+    status: str | None
+
+    @property
+    def train_config(self) -> TrainConfig:
+        return TrainConfig.from_json(self.config)
+
+    @property
+    def model_dir(self) -> Path:
+        """The final model (``model/``; it exists once :attr:`finished`)."""
+        return self.path / "model"
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "done" and self.model_dir.is_dir()
+
+    @property
+    def log_path(self) -> Path:
+        """The training log file (:data:`LOG`, written when the run finishes)."""
+        return self.path / LOG
+
+    def log(self, columns: tuple[str, ...] = ("step",)) -> pd.DataFrame:
+        """The training log holding ``columns`` (:data:`LOG_COLUMNS`, a monitor's; a row per
+        logged step, losses in nats, errors in bits); missing or damaged: a CheckpointError."""
+        with as_checkpoint_error():
+            return read_table(self.log_path, columns=columns, fix=FINISHED_FIX)
+
+    def snapshots(self) -> list[Snapshot]:
+        """The run's saved models in step order, one per step (at one step the final model
+        replaces a checkpoint, which replaces a dense one: they hold the same weights); the
+        final model at :attr:`steps_done` (else the configured steps) when finished."""
+        found = {s.step: s for s in list_snapshots(self.path / CHECKPOINTS)}
+        if self.finished:
+            final = self.steps_done if self.steps_done is not None else self.train_config.steps
+            found[final] = Snapshot(final, "final", self.model_dir)
+        return [found[s] for s in sorted(found)]
+
+
+def read_run(path: str | Path) -> RunRecord:
+    """The :class:`RunRecord` of run directory ``path`` (finished or not). A path that does not
+    exist or holds no wind-tunnel run: :class:`NotARunError` (usage); a damaged ``run.json``:
+    :class:`CheckpointError` naming it."""
+    path = Path(path)
+    kind, other = _record(path)
+    if kind is None:
+        raise NotARunError(f"{path} does not exist" if not path.exists() else
+                           f"{path} is not a wind-tunnel run directory (no {RUN_RECORD})")
+    if kind == "other":
+        raise _other_run(path, other)
+    rec_path, fix = path / RUN_RECORD, f"delete {path} and train it again"
+    with as_checkpoint_error():
+        rec = read_json(rec_path, expect=dict, keys=("config",), fix=fix)
+    if not isinstance(conf := rec["config"], dict):
+        raise CheckpointError(f"{rec_path} holds no training configuration (config); {fix}")
+
+    def typed(v: Any, t: type) -> Any:
+        return v if isinstance(v, t) else None
+    return RunRecord(path, rec, conf, typed(conf.get("arch"), str), typed(conf.get("seed"), int),
+                     typed(rec.get("steps_done"), int), typed(rec.get("status"), str))
+
+
+def find_run(path: str | Path, up: int = 2) -> RunRecord | None:
+    """The :class:`RunRecord` of the run holding ``path``: ``path`` itself or one of its ``up``
+    nearest parents (``<run>/model``: 1, ``<run>/checkpoints/step-N``: 2) that is a
+    wind-tunnel run directory; None when none is (a Hugging Face model, a bare model)."""
+    p = Path(path)
+    for d in (p, *p.parents[:up]):
+        if _record(d)[0] in ("run", "damaged"):
+            return read_run(d)
+    return None
 
 
 def log_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -216,11 +314,11 @@ def write_finished(out: Path, model: PreTrainedModel, task: TokenTask, arch: str
     """Write a finished run's outputs -- ``model/``, ``metrics.parquet``, ``eval.json``,
     ``figures.html`` -- and the checksums of the reused ones (before it is marked done);
     returns the log."""
-    from windtunnel.figures import training_figures
+    from .figures import training_figures
 
     save_final_model(out, model, task, arch, preset, seed)
     log = log_frame(log_rows)
-    write_table(out / "metrics.parquet", log)
+    write_table(out / LOG, log)
     write_json(out / "eval.json", {
         "task": task.name, "task_config": task.config(), "arch": arch, "preset": preset,
         "params": n_params(model), "steps": steps, "seed": seed,

@@ -37,7 +37,8 @@ import torch
 from torch import nn
 from transformers import GPTNeoXConfig, GPTNeoXModel
 
-from infotheory.measures import entropy_bits_from_probs
+from ..infotheory.measures import entropy_bits_from_probs
+from .architectures import n_params as n_params  # the one parameter count, re-exported
 
 N_SYMBOLS = 8
 D_X, D_K, D_V = 20, 10, 15
@@ -159,10 +160,6 @@ class DeepStickyTransformer(nn.Module):
         return out if batched else out[0]
 
 
-#: parameters of the deep body's unused one-row token table (vocab 1 × d 64)
+#: parameters of the deep body's unused one-row token table (vocab 1 × d 64), which
+#: :func:`n_params` counts
 UNUSED_PARAMS = DEEP_D_MODEL
-
-
-def n_params(model: nn.Module) -> int:
-    """Number of parameters (all of them, the unused token table included)."""
-    return sum(p.numel() for p in model.parameters())

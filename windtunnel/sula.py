@@ -22,7 +22,7 @@ Conditions, built from the same latent draws (paired by index):
   only masking the label tokens makes its stated flat posterior exact, so that is what is done.)
 
 Registered as the text task ``sula`` (:class:`SulaTask`): its posterior prompts carry the label
-words as hypotheses; a tokenizer turns them into token ids (:mod:`analyses.sula_prompts` checks
+words as hypotheses; a tokenizer turns them into token ids (:mod:`analyses.prompts.sula` checks
 that each is a single token). Pure numpy and strings: no tokenizer here.
 """
 
@@ -35,10 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from infotheory import entropy_bits_from_probs
-from records import option
-from windtunnel.posterior_prompts import PosteriorPrompts
-from windtunnel.task import Task, TaskConfigError, config_dict, register_task
+from ..infotheory import entropy_bits_from_probs
+from ..records import option
+from .posterior_prompts import PosteriorPrompts
+from .task import Task, TaskConfigError, config_dict, register_task
 
 KS = (0, 1, 2, 4, 8)
 ALPHA = 0.9

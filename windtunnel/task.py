@@ -18,7 +18,6 @@ registry and a new task needs no CLI edit.
 from __future__ import annotations
 
 import math
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -28,10 +27,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from records import OptionError, UsageError, check_options
-from windtunnel.posterior_prompts import PosteriorPrompts
-from windtunnel.seeds import Purpose, stream
-from windtunnel.sparse_posterior import SparsePosterior
+from ..records import OptionError, UsageError, check_options
+from .memory import format_bytes, memory_limit
+from .posterior_prompts import PosteriorPrompts
+from .seeds import Purpose, stream
+from .sparse_posterior import SparsePosterior
 
 #: tasks with a sparse posterior form carry the dense [B, Q, H] one only up to this many
 #: hypotheses (bijection V = 1,000 would need ~1 GB per 128 sequences)
@@ -41,24 +41,6 @@ DENSE_MAX_H = 256
 class TaskConfigError(UsageError):
     """A task (or a model or training run on it) was asked for with parameters that cannot
     work (V < 2, L > V, more memory than the machine has ...): a usage error, exit status 2."""
-
-
-def memory_limit() -> int:
-    """Bytes of physical memory on this machine (16 GiB where the OS does not say): the most
-    that one batch's dense arrays may need before a task refuses it."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return 16 << 30
-
-
-def format_bytes(n: float) -> str:
-    """``"1.5 GiB"``: ``n`` bytes in the largest binary unit that keeps it >= 1."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError  # unreachable
 
 
 @dataclass(frozen=True)
@@ -157,6 +139,14 @@ class TokenTask(Task):
     soft_targets: ClassVar[bool] = False
     #: the task options that size a batch's dense arrays (named when a batch would not fit)
     size_options: ClassVar[tuple[str, ...]] = ()
+    #: the task option that :meth:`at_length` sets to evaluate a trained model at another
+    #: sequence length (HMM: ``K``; ``windtunnel eval --K``), or None where there is none
+    length_option: ClassVar[str | None] = None
+
+    def at_length(self, value: int) -> TokenTask:
+        """The same task with its :attr:`length_option` set to ``value`` (length
+        generalisation); refused where the task has none or the model was sized shorter."""
+        raise TaskConfigError(f"task {self.name!r} has no length option")
 
     @property
     @abstractmethod

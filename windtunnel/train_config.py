@@ -16,11 +16,11 @@ from typing import Any, Protocol
 import pandas as pd
 from transformers import PreTrainedModel
 
-from records import check_options, json_safe, option, run_settings
-from windtunnel.architectures import ARCHS, check_batch_memory
-from windtunnel.evaluate import EVAL_BATCH
-from windtunnel.task import TaskConfigError, TokenTask, make_token_task
-from windtunnel.transformer import TRANSFORMER_PRESETS, get_preset
+from ..records import check_options, json_safe, option, run_settings
+from .architectures import ARCHS, check_batch_memory
+from .evaluate import EVAL_BATCH
+from .task import TaskConfigError, TokenTask, make_token_task
+from .transformer import TRANSFORMER_PRESETS, get_preset
 
 
 @dataclass

@@ -34,21 +34,16 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from records import RunDir, run_manifest
-from windtunnel.architectures import build_model, n_params
-from windtunnel.checkpoint import (
-    latest_checkpoint_dir,
-    load_checkpoint,
-    save_checkpoint,
-    save_dense,
-)
-from windtunnel.evaluate import NonFiniteError, evaluate
-from windtunnel.metrics import CalibrationReport
-from windtunnel.progress import TrainingBar
-from windtunnel.runs import EXPERIMENT, log_frame, read_finished, write_finished
-from windtunnel.seeds import Purpose, stream
-from windtunnel.task import TokenTask
-from windtunnel.train_config import TrainConfig, TrainingMonitor, check_hooks, lr_at
+from ..records import RunDir, run_manifest
+from .architectures import build_model, n_params
+from .checkpoint import latest_checkpoint_dir, load_checkpoint, save_checkpoint, save_dense
+from .evaluate import NonFiniteError, evaluate
+from .metrics import CalibrationReport
+from .progress import TrainingBar
+from .runs import EXPERIMENT, log_frame, read_finished, write_finished
+from .seeds import Purpose, stream
+from .task import TokenTask
+from .train_config import TrainConfig, TrainingMonitor, check_hooks, lr_at
 
 __all__ = ["DivergenceError", "TrainConfig", "TrainResult", "TrainingMonitor", "lr_at",
            "make_optimizer", "task_loss", "train"]

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from windtunnel.task import TaskConfigError, TokenTask
+from .task import TaskConfigError, TokenTask
 
 
 @dataclass(frozen=True)

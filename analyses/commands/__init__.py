@@ -1,2 +1,4 @@
-"""One module per ``bayesgeom`` command, each with ``register(subparsers, parent)``; the
-options come from the command's config dataclass (:mod:`analyses.options`)."""
+"""The ``bayesgeom`` commands that are not experiments: ``windtunnel sample | train | eval``,
+``capture`` and ``models``, each module with ``register(subparsers, parent)``; their options come
+from config dataclasses (:mod:`analyses.kit.options`). Experiments come from
+:mod:`analyses.registry`."""

@@ -8,7 +8,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyses.options import (
+from ...records import option, read_text
+from ..kit.options import (
     CLIError,
     add_options,
     allow_pickle_option,
@@ -19,7 +20,6 @@ from analyses.options import (
     restart_option,
     seed_option,
 )
-from records import option, read_text
 
 
 def positions(text: str) -> str | tuple[int, ...]:
@@ -84,8 +84,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
 
 
 def capture(ns: argparse.Namespace) -> int:
-    from analyses.models import open_model
-    from interp import capture as run_capture
+    from ...interp import capture as run_capture
+    from ..kit.models import open_model
 
     o = config_from_args(CaptureOptions, ns)
     prompts = read_prompts(o.prompts)
@@ -105,10 +105,10 @@ def capture(ns: argparse.Namespace) -> int:
 
 
 def models(ns: argparse.Namespace) -> int:
-    from interp import embedded_model
-    from interp.families import FAMILIES
-    from interp.model import BACKENDS
-    from interp.user_cache import cache_root
+    from ...interp import embedded_model
+    from ...interp.families import FAMILIES
+    from ...interp.model import BACKENDS
+    from ...interp.user_cache import cache_root
 
     info = {
         "families": [{"name": f.name, "model_types": list(f.model_types),

@@ -5,7 +5,7 @@ Task options (``--V``, ``--K``, ``--ks`` ...) come from the task registry
 does not have it is refused. ``train`` validates through the same :meth:`TrainConfig.validate`
 as the Python API (one line, the same message); ``--restart`` replaces a finished run with
 other settings or starts the same one over. ``train --monitor-every N`` runs the Paper II
-training-dynamics monitor (:mod:`analyses.dynamics_monitor`) every N steps: its columns join
+training-dynamics monitor (:mod:`analyses.dynamics.monitor`) every N steps: its columns join
 ``metrics.parquet`` and it writes ``dynamics.csv`` and ``dynamics.html`` into the run folder.
 """
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyses.options import CLIError, add_option, add_options, config_from_args
-from records import check_options, declared, json_safe, option
-from windtunnel import TASKS, TokenTask
+from ...records import check_options, declared, json_safe, option
+from ...windtunnel import TASKS, TokenTask
+from ..kit.options import CLIError, add_option, add_options, config_from_args
 
 PREFIX = "task_"
 
@@ -66,7 +66,7 @@ def task_params(ns: argparse.Namespace, task: str) -> dict[str, Any]:
 
 
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
-    from windtunnel.training import TrainConfig
+    from ...windtunnel.training import TrainConfig
 
     wt = sub.add_parser("windtunnel", help="tasks with exact posteriors and small models")
     wsub = wt.add_subparsers(dest="wcmd", required=True)
@@ -81,10 +81,6 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     t.add_argument("--out", required=True, type=Path,
                    help="run directory (created; resumed if unfinished with the same settings, "
                         "restarted in place if unfinished with others)")
-    if not any("--restart" in a.option_strings for a in parent._actions):
-        # until the shared parent parser declares it
-        t.add_argument("--restart", action="store_true",
-                       help="replace a finished run in --out (or start the same one over)")
     add_task_options(t, token_only=True)
     t.set_defaults(run=train)
     e = wsub.add_parser("eval", parents=[parent],
@@ -94,8 +90,8 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
 
 
 def sample(ns: argparse.Namespace) -> int:
-    from windtunnel import make_task
-    from windtunnel.inspect import format_records, sample_records
+    from ...windtunnel import make_task
+    from ...windtunnel.inspect import format_records, sample_records
 
     o = config_from_args(SampleOptions, ns)
     check_options(o)
@@ -105,22 +101,22 @@ def sample(ns: argparse.Namespace) -> int:
 
 
 def train(ns: argparse.Namespace) -> int:
-    from windtunnel.training import TrainConfig
-    from windtunnel.training import train as run_training
+    from ...windtunnel.training import TrainConfig
+    from ...windtunnel.training import train as run_training
 
     cfg = config_from_args(TrainConfig, ns)
     cfg.task_params = task_params(ns, cfg.task)
     if cfg.device is not None:
-        from interp import check_device
+        from ...interp import check_device
 
         check_device(cfg.device)  # one line naming the devices this machine has
     monitor = None
     if cfg.monitor_every:
-        from analyses.dynamics_monitor import DynamicsMonitor
+        from ..dynamics.monitor import DynamicsMonitor
 
         monitor = DynamicsMonitor()  # writes dynamics.csv and dynamics.html into --out
     res = run_training(cfg, ns.out, progress=not ns.no_progress,
-                       restart=getattr(ns, "restart", False), monitor=monitor)
+                       restart=ns.restart, monitor=monitor)
     r = res.report
     assert r is not None
     if ns.json:
@@ -135,10 +131,9 @@ def train(ns: argparse.Namespace) -> int:
 
 
 def evaluate(ns: argparse.Namespace) -> int:
-    from windtunnel.architectures import n_params
-    from windtunnel.evaluate import evaluate as run_eval
-    from windtunnel.hmm import HMMTask
-    from windtunnel.runs import load_run
+    from ...windtunnel.architectures import n_params
+    from ...windtunnel.evaluate import evaluate as run_eval
+    from ...windtunnel.runs import load_run
 
     o = config_from_args(EvalOptions, ns)
     check_options(o)
@@ -146,10 +141,11 @@ def evaluate(ns: argparse.Namespace) -> int:
     task = run.task
     if task is None:
         raise CLIError(f"{o.dir} has no task record; pass its run directory")
-    if o.K is not None:
-        if not isinstance(task, HMMTask):
-            raise CLIError("--K applies to HMM runs only")
-        task = task.with_K(o.K)
+    if o.K is not None:  # sets the task's length option (TokenTask.at_length)
+        if task.length_option != "K":
+            takers = [n for n, r in TASKS.items() if getattr(r.cls, "length_option", None) == "K"]
+            raise CLIError(f"--K applies to {', '.join(takers)} runs only")
+        task = task.at_length(o.K)
     rep = run_eval(run.model, task, n=o.n, seed=o.seed, progress=not (ns.json or ns.no_progress))
     out = {"task": task.name, "task_config": task.config(), "arch": run.arch,
            "params": n_params(run.model), "steps": run.steps, "path": str(run.path),

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from torch import nn
 
-from interp.families.adapter import AttentionGeometry, FamilyAdapter, ModuleMap
-from interp.families.generic import discover
-from interp.families.gpt2 import GPT2
-from interp.families.gpt_neox import GPT_NEOX
-from interp.families.llama import LLAMA
-from interp.families.mistral import MISTRAL
-from interp.families.phi import PHI
-from interp.families.recurrent import LSTM, MAMBA
+from .adapter import AttentionGeometry, FamilyAdapter, ModuleMap
+from .generic import discover
+from .gpt2 import GPT2
+from .gpt_neox import GPT_NEOX
+from .llama import LLAMA
+from .mistral import MISTRAL
+from .phi import PHI
+from .recurrent import LSTM, MAMBA
 
 FAMILIES: tuple[FamilyAdapter, ...] = (GPT_NEOX, PHI, LLAMA, MISTRAL, GPT2, MAMBA, LSTM)
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from interp.errors import SiteNotLocatedError, UnsupportedArchitectureError
-from interp.qkv_layout import QKVLayout
-from interp.sites import Site
+from ..errors import SiteNotLocatedError, UnsupportedArchitectureError
+from ..qkv_layout import QKVLayout
+from ..sites import Site
 
 #: config attribute names of the model width, head counts and head size, across families
 WIDTH_NAMES = ("hidden_size", "n_embd", "d_model")

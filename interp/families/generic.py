@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from torch import nn
 
-from interp.errors import UnsupportedArchitectureError
-from interp.families.adapter import FamilyAdapter, _get
-from interp.qkv_layout import FusedBlocks, QKVLayout, SeparateQKV
+from ..errors import UnsupportedArchitectureError
+from ..qkv_layout import FusedBlocks, QKVLayout, SeparateQKV
+from .adapter import FamilyAdapter, _get
 
 LAYER_LISTS = ("model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers",
                "transformer.layers", "transformer.blocks", "model.blocks", "layers", "blocks")

@@ -1,7 +1,7 @@
 """GPT-2 (and the wind-tunnel transformer): one Conv1D ``c_attn`` laid out ``[q | k | v]``."""
 
-from interp.families.adapter import FamilyAdapter
-from interp.qkv_layout import FusedBlocks
+from ..qkv_layout import FusedBlocks
+from .adapter import FamilyAdapter
 
 GPT2 = FamilyAdapter(
     name="gpt2",

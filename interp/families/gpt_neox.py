@@ -1,7 +1,7 @@
 """GPT-NeoX (Pythia): fused ``query_key_value`` laid out per head, parallel residual."""
 
-from interp.families.adapter import FamilyAdapter
-from interp.qkv_layout import FusedPerHead
+from ..qkv_layout import FusedPerHead
+from .adapter import FamilyAdapter
 
 GPT_NEOX = FamilyAdapter(
     name="gpt_neox",

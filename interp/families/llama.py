@@ -6,8 +6,8 @@ one kv head per query head); that one loads with ``interp.load(path)`` once ``wi
 imported in the process (its Auto-class registration is global).
 """
 
-from interp.families.adapter import FamilyAdapter
-from interp.qkv_layout import SeparateQKV
+from ..qkv_layout import SeparateQKV
+from .adapter import FamilyAdapter
 
 LLAMA = FamilyAdapter(
     name="llama",

@@ -2,7 +2,7 @@
 
 from dataclasses import replace
 
-from interp.families.llama import LLAMA
+from .llama import LLAMA
 
 MISTRAL = replace(
     LLAMA,

@@ -1,7 +1,7 @@
 """Phi (Phi-1/1.5/2): separate q/k/v projections, ``dense`` out-projection, parallel MLP."""
 
-from interp.families.adapter import FamilyAdapter
-from interp.qkv_layout import SeparateQKV
+from ..qkv_layout import SeparateQKV
+from .adapter import FamilyAdapter
 
 PHI = FamilyAdapter(
     name="phi",

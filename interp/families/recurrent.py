@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from interp.errors import SiteNotLocatedError, UnsupportedArchitectureError
-from interp.families.adapter import AttentionGeometry, FamilyAdapter, ModuleMap, _get
-from interp.qkv_layout import QKVLayout
-from interp.sites import Site
+from ..errors import SiteNotLocatedError, UnsupportedArchitectureError
+from ..qkv_layout import QKVLayout
+from ..sites import Site
+from .adapter import AttentionGeometry, FamilyAdapter, ModuleMap, _get
 
 
 class NoAttentionError(SiteNotLocatedError):

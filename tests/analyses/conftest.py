@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from analyses import corpora
-from analyses.corpora import CorpusPaths
+from bayesgeom.analyses.prompts import corpora
+from bayesgeom.analyses.prompts.corpora import CorpusPaths
 
 _INTERP_CONFTEST = Path(__file__).resolve().parent.parent / "interp" / "conftest.py"
 
@@ -45,7 +45,7 @@ def text_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def windtunnel_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wind-tunnel run directory (bijection V = 6, tiny preset, a few training steps)."""
-    from windtunnel.training import TrainConfig, train
+    from bayesgeom.windtunnel.training import TrainConfig, train
 
     out = tmp_path_factory.mktemp("geometry-wt") / "run"
     cfg = TrainConfig(task="bijection", task_params={"V": 6}, arch="transformer",

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 import torch
 
-import interp
-from analyses.ablation_retrain import zero_top_attention
-from analyses.cli import main
-from windtunnel.runs import load_run
-from windtunnel.training import TrainConfig, train
+from bayesgeom import interp
+from bayesgeom.analyses.ablate.retrain import zero_top_attention
+from bayesgeom.analyses.cli import main
+from bayesgeom.windtunnel.runs import load_run
+from bayesgeom.windtunnel.training import TrainConfig, train
 
 TINY = dict(preset="tiny", batch_size=16, lr=5e-3, warmup_steps=2, eval_size=32,
             final_eval_size=32, log_every=5)

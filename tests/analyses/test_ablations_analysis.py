@@ -1,4 +1,4 @@
-"""The ablation protocol (analyses.ablations) on a tiny trained wind-tunnel run."""
+"""The ablation protocol (analyses.ablate.run) on a tiny trained wind-tunnel run."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from analyses.ablations import evaluate_ablated, run_ablations
-from analyses.models import open_model
-from interp import BypassLayer, ZeroSublayer
-from windtunnel.training import TrainConfig, train
+from bayesgeom.analyses.ablate.run import evaluate_ablated, run_ablations
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.analyses.kit.models import open_model
+from bayesgeom.interp import BypassLayer, ZeroSublayer
+from bayesgeom.windtunnel.training import TrainConfig, train
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +48,9 @@ def test_protocol_on_a_trained_run(run_dir, tmp_path):
 
 
 def test_recurrent_model_gets_bypass_rows_only(tmp_path):
-    import interp
-    from windtunnel import make_task
-    from windtunnel.architectures import build_model
+    from bayesgeom import interp
+    from bayesgeom.windtunnel import make_task
+    from bayesgeom.windtunnel.architectures import build_model
 
     task = make_task("bijection", V=6)
     build_model(task, "lstm", "tiny", seed=0).save_pretrained(tmp_path / "lstm")
@@ -66,8 +67,8 @@ def test_recurrent_model_gets_bypass_rows_only(tmp_path):
 def test_mean_ablation_control_replaces_one_head_by_its_per_position_mean(run_dir):
     import torch
 
-    from analyses.ablation_controls import mean_replaced, site_means
-    from windtunnel.seeds import Purpose, stream
+    from bayesgeom.analyses.ablate.controls import mean_replaced, site_means
+    from bayesgeom.windtunnel.seeds import Purpose, stream
 
     m = open_model(run_dir)
     means = site_means(m, m.task, ["attn.0.z", "attn_out.1"], seed=0)
@@ -92,11 +93,11 @@ def test_mean_ablation_control_replaces_one_head_by_its_per_position_mean(run_di
 
 
 def test_eval_task_changes_K_only_where_the_task_has_one():
-    from analyses.ablation_controls import AblationError, eval_task
-    from windtunnel import make_task
+    from bayesgeom.analyses.ablate.controls import eval_task
+    from bayesgeom.windtunnel import make_task
 
     hmm = eval_task(make_task("hmm", K=20), 30)
     assert hmm.config()["K"] == 30 and hmm.config()["max_K"] == 50
     assert hmm.seq_len == make_task("hmm", K=30).seq_len
-    with pytest.raises(AblationError, match="bijection has none"):
+    with pytest.raises(ExperimentError, match="bijection has none"):
         eval_task(make_task("bijection", V=6), 20)

@@ -16,18 +16,18 @@ from typing import Any
 
 import pytest
 
-from analyses.cli import main
-from analyses.commands.capture import CaptureOptions
-from analyses.commands.windtunnel import EvalOptions, SampleOptions
-from analyses.compare import CompareConfig
-from analyses.demo import DemoConfig
-from analyses.geometry import GeometryConfig
-from analyses.options import _strip_optional
-from analyses.steering import SteerConfig
-from analyses.sula import SulaConfig
-from records import declared
-from windtunnel import TASKS
-from windtunnel.training import TrainConfig
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.commands.capture import CaptureOptions
+from bayesgeom.analyses.commands.windtunnel import EvalOptions, SampleOptions
+from bayesgeom.analyses.compare.run import CompareConfig
+from bayesgeom.analyses.demo.run import DemoConfig
+from bayesgeom.analyses.geometry.run import GeometryConfig
+from bayesgeom.analyses.kit.options import _strip_optional
+from bayesgeom.analyses.steer.run import SteerConfig
+from bayesgeom.analyses.sula.run import SulaConfig
+from bayesgeom.records import declared
+from bayesgeom.windtunnel import TASKS
+from bayesgeom.windtunnel.training import TrainConfig
 
 #: command -> (argv before the option, config class); X is the output folder (never created)
 COMMANDS: dict[str, tuple[list[str], type]] = {
@@ -141,7 +141,7 @@ def test_bad_prompt_files(content, msg, tmp_path, capsys, monkeypatch):
 
 
 def test_a_bom_is_not_part_of_the_first_prompt(tmp_path):
-    from analyses.commands.capture import read_prompts
+    from bayesgeom.analyses.commands.capture import read_prompts
 
     p = tmp_path / "p.txt"
     p.write_bytes("\ufeffhello\r\nworld\n".encode())
@@ -179,7 +179,7 @@ def test_os_faults_on_the_output_folder_are_one_line(code, msg, status, tmp_path
 
 
 def test_a_closed_stdout_pipe_is_quiet(tmp_path):
-    code = ("import sys; from analyses.cli import main; "
+    code = ("import sys; from bayesgeom.analyses.cli import main; "
             "sys.exit(main(['windtunnel', 'sample', '--n', '400', '--json']))")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, cwd=tmp_path)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from analyses.cli import main
+from bayesgeom.analyses.cli import main
 
 TINY = [
     "--preset",
@@ -48,9 +48,9 @@ def test_task_options_come_from_the_registry(capsys, monkeypatch):
 
     import numpy as np
 
-    from records import option
-    from windtunnel import PosteriorPrompts, Task, task
-    from windtunnel.task import config_dict, register_task
+    from bayesgeom.records import option
+    from bayesgeom.windtunnel import PosteriorPrompts, Task, task
+    from bayesgeom.windtunnel.task import config_dict, register_task
 
     @dataclass(frozen=True)
     class CoinConfig:

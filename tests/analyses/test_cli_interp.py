@@ -10,7 +10,7 @@ from safetensors.torch import load_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from analyses.cli import main
+from bayesgeom.analyses.cli import main
 
 
 @pytest.fixture(scope="module")

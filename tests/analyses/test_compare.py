@@ -7,12 +7,13 @@ import json
 import pandas as pd
 import pytest
 
-from analyses import geometry
-from analyses.cli import main
-from analyses.compare import CompareConfig, CompareError, run_compare
-from analyses.geometry import GeometryConfig
-from analyses.models import open_model
-from records import RunDirError
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.compare.run import CompareConfig, run_compare
+from bayesgeom.analyses.geometry import run as geometry
+from bayesgeom.analyses.geometry.run import GeometryConfig
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.analyses.kit.models import open_model
+from bayesgeom.records import RunDirError
 
 
 def _small(**kw) -> GeometryConfig:
@@ -58,7 +59,7 @@ def test_same_metrics_for_both_models(compared):
 
 def test_rerun_reuses_finished_runs(compared, monkeypatch):
     cfg, s = compared
-    monkeypatch.setattr("analyses.compare.run_geometry",
+    monkeypatch.setattr("bayesgeom.analyses.compare.run.run_geometry",
                         lambda *a, **k: pytest.fail("geometry rerun"))
     again = run_compare(cfg)
     assert again.reused == ["wt", "llama"]
@@ -69,7 +70,7 @@ def test_changed_settings_rerun(compared, monkeypatch):
     cfg, _ = compared
     calls = []
     real = geometry.run_geometry
-    monkeypatch.setattr("analyses.compare.run_geometry",
+    monkeypatch.setattr("bayesgeom.analyses.compare.run.run_geometry",
                         lambda g, model=None: calls.append(g.model) or real(g, model=model))
     cfg.geometry.seed = 1
     with pytest.raises(RunDirError, match=r"finished compare run with other settings "
@@ -88,9 +89,9 @@ def test_loaded_models_are_used(windtunnel_run, tmp_path):
 
 
 def test_bad_input(tmp_path):
-    with pytest.raises(CompareError, match="labels must differ"):
+    with pytest.raises(ExperimentError, match="labels must differ"):
         CompareConfig(models=("a/run", "b/run")).resolved_labels()
-    with pytest.raises(CompareError, match="2 labels for 1"):
+    with pytest.raises(ExperimentError, match="2 labels for 1"):
         CompareConfig(models=("x",), labels=("a", "b")).resolved_labels()
     assert CompareConfig(models=(None, "/x/wt-run/")).resolved_labels() == ["smollm2", "wt-run"]
     assert main(["compare", "--models", "a/run", "b/run", "--out", str(tmp_path)]) == 2

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import torch
 
-from analyses.cli import main
-from analyses.consistency import ConsistencyConfig, prompts_for, run_consistency
-from analyses.models import open_model
-from records import read_table
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.kit.models import open_model
+from bayesgeom.analyses.verify.run import ConsistencyConfig, prompts_for, run_consistency
+from bayesgeom.records import read_table
 
 
 def test_a_model_outputting_the_exact_posterior_is_fully_consistent(windtunnel_run, tmp_path):

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyses import demo
-from analyses.demo import DemoConfig, DemoSizes, run_demo
-from analyses.demo_report import format_summary
-from analyses.results import DemoResult
-from records import read_result, to_json
+from bayesgeom.analyses.demo import run as demo
+from bayesgeom.analyses.demo.report import format_summary
+from bayesgeom.analyses.demo.result import DemoResult
+from bayesgeom.analyses.demo.run import DemoConfig, DemoSizes, run_demo
+from bayesgeom.records import read_result, to_json
 
 TINY = DemoSizes(transformer_steps=40, hmm_steps=40, n_per_quintile=4, pool_size=60,
                  n_resamples=20, curve_resamples=10, sula_per_k=3, steer_per_k=3,
@@ -22,8 +22,8 @@ TINY = DemoSizes(transformer_steps=40, hmm_steps=40, n_per_quintile=4, pool_size
 
 @pytest.fixture(scope="module")
 def demo_run(text_models, tmp_path_factory):
-    from analyses import corpora
-    from analyses.corpora import CorpusPaths
+    from bayesgeom.analyses.prompts import corpora
+    from bayesgeom.analyses.prompts.corpora import CorpusPaths
 
     mp = pytest.MonkeyPatch()
     mp.setattr(corpora, "package_dir", lambda module: None)  # a bare machine: legal only
@@ -40,7 +40,7 @@ def test_demo_writes_every_step_and_one_offline_report(demo_run, capsys):
     cfg, _ = demo_run
     summary = run_demo(cfg)
     capsys.readouterr()
-    text = format_summary(summary, cfg.out)
+    text = format_summary(summary)
     assert all(f"== {s}" in text for s in ("wind tunnels", "small vs large", "SULA",
                                             "steering the LLM",
                                             "steering the HMM wind tunnel"))
@@ -87,7 +87,8 @@ def test_rerun_reuses_checkpoints_and_results(demo_run, monkeypatch, capsys):
     first = json.loads((cfg.out / "summary.json").read_text())
     ckpt = cfg.out / "windtunnel" / "transformer" / "model" / "model.safetensors"
     mtime = ckpt.stat().st_mtime_ns
-    monkeypatch.setattr("analyses.compare.run_geometry", lambda *a, **k: pytest.fail("rerun"))
+    monkeypatch.setattr("bayesgeom.analyses.compare.run.run_geometry",
+                        lambda *a, **k: pytest.fail("rerun"))
     again = to_json(run_demo(cfg))
     capsys.readouterr()
     assert ckpt.stat().st_mtime_ns == mtime
@@ -103,8 +104,8 @@ def test_rerun_reuses_checkpoints_and_results(demo_run, monkeypatch, capsys):
 
 
 def test_domain_preference_falls_back(monkeypatch):
-    from analyses import corpora
-    from analyses.corpora import CorpusPaths
+    from bayesgeom.analyses.prompts import corpora
+    from bayesgeom.analyses.prompts.corpora import CorpusPaths
 
     monkeypatch.setattr(corpora, "package_dir", lambda module: None)
     assert demo.domain_set(CorpusPaths(r_libraries=()), 0) == "code"  # the stdlib sources

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from analyses.cli import main
-from analyses.detect import DetectConfig, DetectError, run_detect
-from records import read_table
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.detect.run import DetectConfig, run_detect
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.records import read_table
 
 
 def test_wind_tunnel_frame_is_its_hypothesis_tokens(windtunnel_run, tmp_path):
@@ -38,10 +39,10 @@ def test_llm_frame_from_builtin_text_via_the_cli(text_models, tmp_path, capsys):
 
 
 def test_a_model_without_attention_is_refused(tmp_path):
-    import interp
-    from windtunnel import make_token_task
-    from windtunnel.architectures import build_model
+    from bayesgeom import interp
+    from bayesgeom.windtunnel import make_token_task
+    from bayesgeom.windtunnel.architectures import build_model
     task = make_token_task("bijection", V=6)
     m = interp.InterpModel(build_model(task, "lstm", "tiny"), task=task)
-    with pytest.raises((DetectError, interp.InterpError)):
+    with pytest.raises((ExperimentError, interp.InterpError)):
         run_detect(DetectConfig(out=tmp_path / "x", progress=False), model=m)

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import torch
 
-from analyses.cli import main
-from analyses.dynamics_monitor import DynamicsMonitor
-from analyses.dynamics_monitor_report import (
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.dynamics.monitor import DynamicsMonitor
+from bayesgeom.analyses.dynamics.monitor_report import (
     HEAD_METRICS,
     column,
     phase_means,
@@ -19,9 +19,9 @@ from analyses.dynamics_monitor_report import (
     settle_steps,
     tidy_log,
 )
-from windtunnel import make_token_task
-from windtunnel.architectures import build_model
-from windtunnel.training import TrainConfig, task_loss, train
+from bayesgeom.windtunnel import make_token_task
+from bayesgeom.windtunnel.architectures import build_model
+from bayesgeom.windtunnel.training import TrainConfig, task_loss, train
 
 
 def _step_on_attention(layer: int, sign: float) -> dict[str, float]:

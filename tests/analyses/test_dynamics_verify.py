@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from analyses.cli import main
-from analyses.dynamics_verify import CONTROLS, IDENTITIES, VerifyConfig, VerifyError, run_verify
-from records import read_json, read_table
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.dynamics.verify import CONTROLS, IDENTITIES, VerifyConfig, run_verify
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.records import read_json, read_table
 
 
 def test_tiny_gqa_llama_in_float64_passes_every_identity(text_models, tmp_path):
@@ -41,12 +42,12 @@ def test_wind_tunnel_uses_its_task_loss_and_the_cli_prints_json(windtunnel_run, 
 
 
 def test_bad_settings_are_refused(windtunnel_run, text_models, tmp_path):
-    with pytest.raises(VerifyError, match="drop --prompts"):
+    with pytest.raises(ExperimentError, match="drop --prompts"):
         run_verify(VerifyConfig(model=str(windtunnel_run), prompts=("x y",),
                                 out=tmp_path / "a", progress=False))
-    with pytest.raises(VerifyError, match="no wind-tunnel task"):
+    with pytest.raises(ExperimentError, match="no wind-tunnel task"):
         run_verify(VerifyConfig(model=str(text_models["llama"]), loss="task",
                                 out=tmp_path / "b", progress=False))
-    with pytest.raises(VerifyError, match="epsilons"):
+    with pytest.raises(ExperimentError, match="epsilons"):
         run_verify(VerifyConfig(model=str(text_models["llama"]), epsilons=(2.0,),
                                 out=tmp_path / "c", progress=False))

@@ -12,9 +12,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from analyses.em_vs_sgd import (
+from bayesgeom.analyses.dynamics.em_vs_sgd import (
     EmVsSgdConfig,
-    EmVsSgdError,
     first_below,
     m_step,
     run_em_vs_sgd,
@@ -22,8 +21,9 @@ from analyses.em_vs_sgd import (
     train_deep,
     train_shallow,
 )
-from analyses.em_vs_sgd_report import format_summary
-from windtunnel import sticky_chain as sc
+from bayesgeom.analyses.dynamics.em_vs_sgd_report import format_summary
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.windtunnel import sticky_chain as sc
 
 
 def _loss_at_fixed_attention(m: sc.SingleHeadAttention, seq: sc.StickySequence,
@@ -70,9 +70,9 @@ def test_first_below():
 
 
 def test_bad_settings_are_one_line_usage_errors(tmp_path):
-    with pytest.raises(EmVsSgdError, match="seeds must be <= 5"):
+    with pytest.raises(ExperimentError, match="seeds must be <= 5"):
         run_em_vs_sgd(EmVsSgdConfig(out=tmp_path / "x", seeds=6))
-    with pytest.raises(EmVsSgdError, match="eta must be > 0"):
+    with pytest.raises(ExperimentError, match="eta must be > 0"):
         run_em_vs_sgd(EmVsSgdConfig(out=tmp_path / "x", eta=0.0))
 
 
@@ -126,7 +126,7 @@ def test_deep_variant_runs_on_a_short_sequence():
 
 
 def test_deep_cells_join_the_summary_and_report(tmp_path, monkeypatch):
-    import analyses.em_vs_sgd as mod
+    from bayesgeom.analyses.dynamics import em_vs_sgd as mod
 
     short = mod.train_deep
     monkeypatch.setattr(mod, "train_deep",  # a 40-state sequence keeps the test fast
@@ -141,5 +141,5 @@ def test_deep_cells_join_the_summary_and_report(tmp_path, monkeypatch):
     curves = pd.read_parquet(cfg.out / "table.parquet")
     assert (curves["protocol"] == "deep_adamw").sum() == 3
     assert "deep_adamw" in format_summary(r)
-    with pytest.raises(EmVsSgdError, match="deep_seeds"):
+    with pytest.raises(ExperimentError, match="deep_seeds"):
         EmVsSgdConfig(seeds=1, deep_seeds=2).check()

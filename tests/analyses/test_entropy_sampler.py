@@ -5,8 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interp
-from analyses.entropy_sampler import next_token_entropy, quantile_bins, stratified_sample
+from bayesgeom import interp
+from bayesgeom.analyses.geometry.entropy_sampler import (
+    next_token_entropy,
+    quantile_bins,
+    stratified_sample,
+)
 
 PROMPTS = ["The capital of France is", "Entropy measures uncertainty in", "A",
            "the cat sat on the mat and the dog", "Attention routes information"]

@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from analyses.cli import main
-from analyses.extrapolation import (
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.extrapolate.run import (
     ExtrapolationConfig,
-    ExtrapolationError,
     extrapolation_ratio,
     run_extrapolation,
 )
-from records import read_table
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.records import read_table
 
 
 def test_the_ratio_is_the_last_multiple_before_the_first_drop():
@@ -42,7 +42,7 @@ def test_a_tiny_study_writes_its_table_and_reuses_cells(tmp_path, capsys):
 
 
 def test_bad_settings_are_refused(tmp_path):
-    with pytest.raises(ExtrapolationError, match="include 1"):
+    with pytest.raises(ExperimentError, match="include 1"):
         run_extrapolation(ExtrapolationConfig(out=tmp_path / "x", multiples=(2, 5)))
-    with pytest.raises(ExtrapolationError, match="no attention"):
+    with pytest.raises(ExperimentError, match="no attention"):
         run_extrapolation(ExtrapolationConfig(out=tmp_path / "y", archs=("lstm",)))

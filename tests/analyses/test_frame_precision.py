@@ -10,14 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyses.cli import main
-from analyses.frame_precision import (
-    FramePrecisionConfig,
-    FramePrecisionError,
-    run_frame_precision,
-)
-from probes.plateau import plateau_step
-from windtunnel.training import TrainConfig, train
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.frame_precision.run import FramePrecisionConfig, run_frame_precision
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.probes.plateau import plateau_step
+from bayesgeom.windtunnel.training import TrainConfig, train
 
 TINY = dict(task="bijection", task_params={"V": 5}, preset="tiny", batch_size=16, lr=5e-3,
             warmup_steps=1, eval_size=16, final_eval_size=16, eval_every=6, ckpt_every=6)
@@ -69,8 +66,9 @@ def test_cli_writes_the_files_and_a_tidy_table(done):
 
 
 def test_the_report_table_has_a_row_per_step_and_the_plateaus(done):
-    from analyses.frame_precision_report import FramePrecisionResult, headline_table
-    from records import read_result
+    from bayesgeom.analyses.frame_precision.report import headline_table
+    from bayesgeom.analyses.frame_precision.result import FramePrecisionResult
+    from bayesgeom.records import read_result
 
     s = read_result(FramePrecisionResult, done / "summary.json")
     wide = headline_table(pd.read_parquet(done / "table.parquet"), s)
@@ -79,9 +77,9 @@ def test_the_report_table_has_a_row_per_step_and_the_plateaus(done):
 
 
 def test_the_step0_control_is_the_training_initialisation(done):
-    from windtunnel.architectures import build_model
-    from windtunnel.evaluate import evaluate
-    from windtunnel.task import make_token_task
+    from bayesgeom.windtunnel.architectures import build_model
+    from bayesgeom.windtunnel.evaluate import evaluate
+    from bayesgeom.windtunnel.task import make_token_task
 
     task = make_token_task("bijection", V=5)
     mae = evaluate(build_model(task, "transformer", "tiny", 0), task, 16, 0,
@@ -102,7 +100,7 @@ def test_plateau_detection_on_a_synthetic_series():
 def test_a_run_without_dense_checkpoints_is_refused(run, tmp_path, capsys):
     bare = tmp_path / "bare"
     shutil.copytree(run, bare, ignore=shutil.ignore_patterns("dense-*", ".bayesgeom.lock"))
-    with pytest.raises(FramePrecisionError, match=r"no dense checkpoints.*--dense-ckpt-until"):
+    with pytest.raises(ExperimentError, match=r"no dense checkpoints.*--dense-ckpt-until"):
         run_frame_precision(FramePrecisionConfig(run_dir=str(bare), out=tmp_path / "o",
                                                  progress=False))
     assert main(["frame-precision", str(bare), "--out", str(tmp_path / "o2")]) == 2

@@ -10,14 +10,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import interp
-from analyses.cli import main
-from analyses.entropy_sampler import quantile_bins
-from analyses.geometry import GeometryConfig, GeometryError, run_geometry
-from analyses.geometry_result import GeometryResult
-from analyses.options import layer_list
-from probes import attention_entropy_profile, fit_pca, head_entropies, spearman, summarize_pca
-from records import RunDirError, read_result, to_json
+from bayesgeom import interp
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.geometry.entropy_sampler import quantile_bins
+from bayesgeom.analyses.geometry.result import GeometryResult
+from bayesgeom.analyses.geometry.run import GeometryConfig, run_geometry
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.analyses.kit.options import layer_list
+from bayesgeom.probes import (
+    attention_entropy_profile,
+    fit_pca,
+    head_entropies,
+    spearman,
+    summarize_pca,
+)
+from bayesgeom.records import RunDirError, read_result, to_json
 
 SUMMARY_KEYS = {"model", "layer", "n_prompts", "pc1", "pc1_pc2", "rho_pc1_entropy", "probe_r2",
                 "key_orthogonality", "attention_focusing", "criteria_met"}
@@ -32,7 +39,7 @@ def _config(model, out, corpus_paths, **kw) -> GeometryConfig:
 @pytest.fixture(scope="module")
 def llama_run(text_models, tmp_path_factory):
     """One run on the GQA family, mixed + two domains (bare-machine corpora)."""
-    from analyses import corpora
+    from bayesgeom.analyses.prompts import corpora
 
     mp = pytest.MonkeyPatch()
     mp.setattr(corpora, "package_dir", lambda m: None)
@@ -71,7 +78,8 @@ def test_summary_has_the_paper_iii_fields(llama_run):
                  "manifest.json", "report.html"):
         assert (out / name).stat().st_size > 0
     man = json.loads((out / "manifest.json").read_text())
-    assert man["geometry"]["n_per_quintile"] == 3 and "git_commit" in man
+    assert man["config"]["n_per_quintile"] == 3 and man["experiment"] == "geometry"
+    assert "git_commit" in man
     html = (out / "report.html").read_text()
     assert "Table 1" in html and "PCA scatter: legal" in html and html.count("plotly") > 3
 
@@ -128,12 +136,12 @@ def test_numbers_match_an_independent_recomputation(llama_run, text_models):
 
 def test_rerun_reuses_pool_scores_and_gives_the_same_numbers(llama_run, text_models, tmp_path):
     summary, first, paths = llama_run
-    from analyses import corpora
+    from bayesgeom.analyses.prompts import corpora
 
     out = tmp_path / "rerun"
     shutil.copytree(first, out)
 
-    from analyses import geometry_pool
+    from bayesgeom.analyses.geometry import pool as geometry_pool
 
     def no_scoring(*a, **k):
         raise AssertionError("a rerun must not score the pool again")
@@ -229,5 +237,5 @@ def test_layer_lists():
     assert layer_list("2-4") == (2, 3, 4)
     with pytest.raises(argparse.ArgumentTypeError):
         layer_list(",")
-    with pytest.raises(GeometryError, match="n_per_quintile must be >= 1"):
+    with pytest.raises(ExperimentError, match="n_per_quintile must be >= 1"):
         run_geometry(GeometryConfig(n_per_quintile=0))

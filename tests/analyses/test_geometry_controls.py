@@ -10,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interp
-from analyses import compare, geometry_probes
-from analyses.geometry import GeometryConfig, run_geometry
-from analyses.models import open_model
-from windtunnel import make_task
-from windtunnel.architectures import build_model
-from windtunnel.training import TrainConfig, train
+from bayesgeom import interp
+from bayesgeom.analyses.compare import run as compare
+from bayesgeom.analyses.geometry import probes as geometry_probes
+from bayesgeom.analyses.geometry.run import GeometryConfig, run_geometry
+from bayesgeom.analyses.kit.models import open_model
+from bayesgeom.windtunnel import make_task
+from bayesgeom.windtunnel.architectures import build_model
+from bayesgeom.windtunnel.training import TrainConfig, train
 
 SMALL = dict(n_per_quintile=8, pool_size=200, n_resamples=30, curve_resamples=20,
              progress=False)

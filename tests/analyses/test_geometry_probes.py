@@ -9,12 +9,12 @@ import pytest
 import scipy.linalg
 import torch
 
-import interp
-from analyses import compare
-from analyses.geometry import GeometryConfig, run_geometry
-from analyses.geometry_probes import MEASURES, catalogue
-from analyses.models import open_model
-from probes import fit_pca, value_manifold_summary
+from bayesgeom import interp
+from bayesgeom.analyses.compare import run as compare
+from bayesgeom.analyses.geometry.probes import MEASURES, catalogue
+from bayesgeom.analyses.geometry.run import GeometryConfig, run_geometry
+from bayesgeom.analyses.kit.models import open_model
+from bayesgeom.probes import fit_pca, value_manifold_summary
 
 
 def _rows(result, metric, prompt_set=None, target=None, reference="model"):
@@ -24,7 +24,7 @@ def _rows(result, metric, prompt_set=None, target=None, reference="model"):
 
 @pytest.fixture(scope="module")
 def llama_probe_run(text_models, tmp_path_factory):
-    from analyses import corpora
+    from bayesgeom.analyses.prompts import corpora
 
     mp = pytest.MonkeyPatch()
     mp.setattr(corpora, "package_dir", lambda m: None)

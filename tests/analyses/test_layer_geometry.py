@@ -8,11 +8,12 @@ import json
 import pandas as pd
 import pytest
 
-from analyses.cli import main
-from analyses.layer_geometry import LayerGeometryConfig, LayerGeometryError, run_layer_geometry
-from analyses.layer_geometry_result import METRICS, LayerGeometryResult
-from records import read_result
-from windtunnel.training import TrainConfig, train
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.analyses.layer_geometry.result import METRICS, LayerGeometryResult
+from bayesgeom.analyses.layer_geometry.run import LayerGeometryConfig, run_layer_geometry
+from bayesgeom.records import read_result
+from bayesgeom.windtunnel.training import TrainConfig, train
 
 ARCHS = ("transformer", "lstm", "mamba")
 
@@ -74,5 +75,5 @@ def test_cli_writes_files_and_refuses_a_missing_model(hmm_runs, tmp_path, capsys
     assert got["arch"] == "lstm" and got["n_sequences"] == 10
     for name in ("table.parquet", "summary.json", "manifest.json", "report.html"):
         assert (out / name).is_file()
-    with pytest.raises(LayerGeometryError, match="--model"):
+    with pytest.raises(ExperimentError, match="--model"):
         LayerGeometryConfig(out=tmp_path / "x").check()

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-import interp
-from analyses.models import open_model
-from records import FileFault, exit_code
+from bayesgeom import interp
+from bayesgeom.analyses.kit.models import open_model
+from bayesgeom.records import FileFault, exit_code
 
 
 def test_windtunnel_run_model_dir_and_checkpoint_open_the_same_way(tmp_path):
-    from windtunnel import make_task
-    from windtunnel.training import TrainConfig, train
+    from bayesgeom.windtunnel import make_task
+    from bayesgeom.windtunnel.training import TrainConfig, train
 
     wt_prompts = make_task("bijection", V=6).sample(4, 0).input_ids
     cfg = TrainConfig(task="bijection", task_params={"V": 6}, preset="tiny", steps=4,

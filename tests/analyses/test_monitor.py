@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from analyses.cli import main
-from analyses.extrapolation_result import ExtrapolationResult, SchemeSummary
-from analyses.monitor import MonitorConfig, MonitorError, run_monitor
-from analyses.monitor_result import (
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.extrapolate.result import ExtrapolationResult, SchemeSummary
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.analyses.monitor.result import (
     FAIL,
     NOT_MEASURABLE,
     PASS,
@@ -21,8 +21,9 @@ from analyses.monitor_result import (
     extrapolation_row,
     judge,
 )
-from probes.posterior_consistency import coverage
-from records import read_table, write_result
+from bayesgeom.analyses.monitor.run import MonitorConfig, run_monitor
+from bayesgeom.probes.posterior_consistency import coverage
+from bayesgeom.records import read_table, write_result
 
 CHECKS = ["key orthogonality", "hypothesis-space coverage", "posterior KL",
           "domain-manifold separation", "extrapolation ratio", "convergence speed"]
@@ -139,9 +140,9 @@ def test_convergence_needs_a_training_log(tmp_path, windtunnel_run):
 
 
 def test_bad_settings_are_one_line_usage_errors(tmp_path, capsys):
-    with pytest.raises(MonitorError, match="not a directory"):
+    with pytest.raises(ExperimentError, match="not a directory"):
         MonitorConfig(out=tmp_path / "x", extrapolation=tmp_path / "nope").check()
     code = main(["monitor", "--out", str(tmp_path / "y"), "--kl-max", "-1"])
     assert code == 2 and "kl" in capsys.readouterr().err
-    with pytest.raises(MonitorError, match="two different domains"):
+    with pytest.raises(ExperimentError, match="two different domains"):
         MonitorConfig(out=tmp_path / "x", separation_sets=("code", "code")).check()

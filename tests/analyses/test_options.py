@@ -7,14 +7,14 @@ import dataclasses
 
 import pytest
 
-from analyses.cli import build_parser, main
-from analyses.compare import CompareConfig
-from analyses.demo import DemoConfig
-from analyses.geometry import GeometryConfig
-from analyses.options import PARENT_FIELDS, config_from_args
-from analyses.steering import SteerConfig
-from analyses.sula import SulaConfig
-from records import declared
+from bayesgeom.analyses.cli import build_parser, main
+from bayesgeom.analyses.compare.run import CompareConfig
+from bayesgeom.analyses.demo.run import DemoConfig
+from bayesgeom.analyses.geometry.run import GeometryConfig
+from bayesgeom.analyses.kit.options import PARENT_FIELDS, config_from_args
+from bayesgeom.analyses.steer.run import SteerConfig
+from bayesgeom.analyses.sula.run import SulaConfig
+from bayesgeom.records import declared
 
 REQUIRED = {"geometry": ["--out", "o"], "steer": ["--out", "o"], "sula": ["--out", "o"],
             "compare": ["--out", "o", "--models", "a"], "demo": []}

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyses import corpora
-from analyses.corpora import CorpusPaths, Document, read_corpora
-from analyses.prompt_pool import PoolConfig, PoolError, allocate, build_pool
-from analyses.segmentation import (
+from bayesgeom.analyses.prompts import corpora
+from bayesgeom.analyses.prompts.corpora import CorpusPaths, Document, read_corpora
+from bayesgeom.analyses.prompts.pool import PoolConfig, PoolError, allocate, build_pool
+from bayesgeom.analyses.prompts.segmentation import (
     WindowSpec,
     clause_cuts,
     code_windows,

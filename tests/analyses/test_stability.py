@@ -10,13 +10,14 @@ import math
 import numpy as np
 import pytest
 
-from analyses.cli import main
-from analyses.extrapolation import ExtrapolationConfig, evaluate_at
-from analyses.models import open_model
-from analyses.stability import StabilityConfig, StabilityError, run_stability
-from analyses.stability_result import StabilityResult
-from records import read_result, read_table
-from windtunnel.training import train
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.extrapolate.run import ExtrapolationConfig, evaluate_at
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.analyses.kit.models import open_model
+from bayesgeom.analyses.stability.result import StabilityResult
+from bayesgeom.analyses.stability.run import StabilityConfig, run_stability
+from bayesgeom.records import read_result, read_table
+from bayesgeom.windtunnel.training import train
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +68,12 @@ def test_a_tiny_run_writes_every_output_beside_its_controls(recall_run, tmp_path
 
 def test_a_task_of_fixed_length_and_bad_settings_are_refused(windtunnel_run, recall_run,
                                                              tmp_path):
-    with pytest.raises(StabilityError, match="long_recall"):
+    with pytest.raises(ExperimentError, match="long_recall"):
         run_stability(StabilityConfig(model=str(windtunnel_run), out=tmp_path / "a"))
-    with pytest.raises(StabilityError, match="--metrics"):
+    with pytest.raises(ExperimentError, match="--metrics"):
         run_stability(StabilityConfig(model=str(recall_run), out=tmp_path / "b",
                                       metrics=("accuracy", "perplexity")))
-    with pytest.raises(StabilityError, match="must exceed"):
+    with pytest.raises(ExperimentError, match="must exceed"):
         run_stability(StabilityConfig(model=str(recall_run), out=tmp_path / "c",
                                       max_length=8))
     assert main(["stability", "--model", str(windtunnel_run), "--out",
@@ -80,12 +81,12 @@ def test_a_task_of_fixed_length_and_bad_settings_are_refused(windtunnel_run, rec
 
 
 def test_a_text_model_is_read_on_passkey_prompts(text_models, tmp_path):
-    import interp
-    from analyses.passkey_prompts import min_length
+    from bayesgeom import interp
+    from bayesgeom.analyses.prompts.passkey import min_length
 
     m = interp.load(text_models["llama"])  # a tiny random Llama, context 512
     base = min_length(m.tokenizer) + 8
-    with pytest.raises(StabilityError, match="raise --base-length"):
+    with pytest.raises(ExperimentError, match="raise --base-length"):
         run_stability(StabilityConfig(out=tmp_path / "s", base_length=base - 10, progress=False),
                       model=m)
     res = run_stability(StabilityConfig(out=tmp_path / "p", base_length=base, lengths=(1, 2, 3),
@@ -99,8 +100,8 @@ def test_a_text_model_is_read_on_passkey_prompts(text_models, tmp_path):
 
 
 def test_passkey_prompts_have_exact_lengths_and_the_key_inside():
-    import interp
-    from analyses.passkey_prompts import passkey_batch
+    from bayesgeom import interp
+    from bayesgeom.analyses.prompts.passkey import passkey_batch
 
     tok = interp.load().tokenizer  # the embedded SmolLM2
     b = passkey_batch(tok, 200, 3, np.random.default_rng(1))

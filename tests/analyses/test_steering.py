@@ -14,16 +14,17 @@ import pandas as pd
 import pytest
 import torch
 
-import interp
-from analyses.cli import main
-from analyses.steering import SteerConfig, SteerError, run_steer
-from analyses.steering_nulls import LayerAxis, edit_directions, edit_energy
-from analyses.steering_passes import PassOutput, Runner
-from analyses.steering_report import format_summary
-from analyses.steering_scores import CleanRef, Condition, score, tidy
-from analyses.steering_stats import effects_table
-from probes import AxisProvenance, EntropyAxis, fit_entropy_axis, holm
-from windtunnel import PosteriorPrompts
+from bayesgeom import interp
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.analyses.steer.nulls import LayerAxis, edit_directions, edit_energy
+from bayesgeom.analyses.steer.passes import PassOutput, Runner
+from bayesgeom.analyses.steer.report import format_summary
+from bayesgeom.analyses.steer.run import SteerConfig, run_steer
+from bayesgeom.analyses.steer.scores import CleanRef, Condition, score, tidy
+from bayesgeom.analyses.steer.stats import effects_table
+from bayesgeom.probes import AxisProvenance, EntropyAxis, fit_entropy_axis, holm
+from bayesgeom.windtunnel import PosteriorPrompts
 
 SMALL = dict(n_random=4, n_prompts=48, cut_fractions=(0.5, 1.0), shift_deltas=(-1.0, 1.0),
              batch_size=16, progress=False)
@@ -392,11 +393,11 @@ def test_cli_json_and_bad_input(windtunnel_run, tmp_path, capsys):
                    "--no-progress", *args])
         assert rc == 2
         assert msg in capsys.readouterr().err
-    with pytest.raises(SteerError, match="site must be one of"):
+    with pytest.raises(ExperimentError, match="site must be one of"):
         SteerConfig(site="attn.x").check()
 
 
 def test_text_model_needs_sula_or_a_windtunnel_task(text_models, tmp_path):
     m = interp.load(text_models["llama"])
-    with pytest.raises(SteerError, match="needs a wind-tunnel model"):
+    with pytest.raises(ExperimentError, match="needs a wind-tunnel model"):
         run_steer(SteerConfig(task="bijection", out=tmp_path / "x", progress=False), model=m)

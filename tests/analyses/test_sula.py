@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import interp
-from analyses.cli import main
-from analyses.results import SulaResult
-from analyses.sula import SulaConfig, run_sula
-from analyses.sula_prompts import label_token, pick_labels, sula_prompts
-from records import read_result, to_json
-from windtunnel.sula import SulaError, expected_entropy_bits
+from bayesgeom import interp
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.prompts.sula import label_token, pick_labels, sula_prompts
+from bayesgeom.analyses.sula.result import SulaResult
+from bayesgeom.analyses.sula.run import SulaConfig, run_sula
+from bayesgeom.records import read_result, to_json
+from bayesgeom.windtunnel.sula import SulaError, expected_entropy_bits
 
 
 class WordTokenizer:

@@ -9,8 +9,8 @@ import json
 import pandas as pd
 import pytest
 
-from analyses.cli import main
-from analyses.sweep import SweepConfig, run_sweep
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.sweep.run import SweepConfig, run_sweep
 
 TINY = dict(tasks=("bijection",), archs=("transformer", "mlp-position"), presets=("tiny",),
             seeds=(0, 1), steps=12, eval_every=12, eval_size=16, batch_size=8,
@@ -138,8 +138,8 @@ def test_the_submitit_backend_gives_the_same_numbers(swept, tmp_path):
 def test_the_table_configs_are_valid_sweeps(name, n, archs, presets):
     from pathlib import Path
 
-    from analyses.commands.sweep import read_config
-    from analyses.sweep import cells
+    from bayesgeom.analyses.sweep.config_file import read_config
+    from bayesgeom.analyses.sweep.run import cells
 
     path = Path(__file__).resolve().parents[2] / "examples" / "sweeps" / f"{name}.toml"
     cfg = SweepConfig(**read_config(path))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from infotheory import (
+from bayesgeom.infotheory import (
     calibration,
     calibration_by_group,
     entropy_bits_from_logits,

@@ -23,7 +23,7 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-import interp
+from bayesgeom import interp
 
 CORPUS = [
     "The capital of France is Paris.",
@@ -94,8 +94,8 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory, tokenizer) -> dict[str
         tiny_hf_model(fam, len(tokenizer)).save_pretrained(d)
         tokenizer.save_pretrained(d)
         out[fam] = TinyModel(fam, d)
-    from windtunnel import make_task
-    from windtunnel.architectures import build_model
+    from bayesgeom.windtunnel import make_task
+    from bayesgeom.windtunnel.architectures import build_model
 
     d = root / "windtunnel"
     build_model(make_task("bijection", V=6), "transformer", "tiny", seed=0).save_pretrained(d)
@@ -106,7 +106,7 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory, tokenizer) -> dict[str
 @pytest.fixture(scope="session")
 def wt_prompts() -> torch.Tensor:
     """Wind-tunnel token sequences of different lengths (bijection V = 6)."""
-    from windtunnel import make_task
+    from bayesgeom.windtunnel import make_task
 
     ids = make_task("bijection", V=6).sample(4, 0).input_ids
     return ids
@@ -126,7 +126,7 @@ def family_prompts(wt_prompts: torch.Tensor) -> dict[str, list]:
 @pytest.fixture(scope="session")
 def smollm2():
     """The real embedded SmolLM2-135M (converted into the user cache on first use)."""
-    import interp
+    from bayesgeom import interp
 
     return interp.load()
 

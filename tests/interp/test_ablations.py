@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import interp
-from interp import BypassLayer, ZeroHead, ZeroSublayer, ablate, cumulative_bypass
+from bayesgeom import interp
+from bayesgeom.interp import BypassLayer, ZeroHead, ZeroSublayer, ablate, cumulative_bypass
 
 
 @pytest.fixture(scope="module")

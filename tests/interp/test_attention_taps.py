@@ -10,17 +10,17 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-import interp
-from interp.attention_taps import (
+from bayesgeom import interp
+from bayesgeom.interp.attention_taps import (
     TAPS_IMPLEMENTATION,
     attention_gradients,
     loss_after_value_step,
     next_token_loss,
 )
-from probes import routing_law as rl
-from windtunnel import make_token_task
-from windtunnel.architectures import build_model
-from windtunnel.training import task_loss
+from bayesgeom.probes import routing_law as rl
+from bayesgeom.windtunnel import make_token_task
+from bayesgeom.windtunnel.architectures import build_model
+from bayesgeom.windtunnel.training import task_loss
 
 TOL = 1e-6  # the fp64 bound; GPT-2 reaches ~1e-15, Llama's float32 softmax ~1e-7
 

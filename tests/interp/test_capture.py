@@ -14,10 +14,15 @@ import time
 import pytest
 import torch
 
-import interp
-from interp import capture
-from interp.activation_store import ActivationStore, ShardWriter
-from interp.errors import NonFiniteActivationError, PromptError, StoreError, UnknownSiteError
+from bayesgeom import interp
+from bayesgeom.interp import capture
+from bayesgeom.interp.activation_store import ActivationStore, ShardWriter
+from bayesgeom.interp.errors import (
+    NonFiniteActivationError,
+    PromptError,
+    StoreError,
+    UnknownSiteError,
+)
 
 
 def _hooks(model: torch.nn.Module) -> int:
@@ -211,8 +216,8 @@ def _entropy_bits(logits: torch.Tensor) -> torch.Tensor:
 def test_wind_tunnel_entropy_is_over_the_hypothesis_slice(family_prompts, tmp_path):
     """A wind tunnel is trained on its hypothesis slice only: capture's entropy ignores the rest
     of the vocabulary, even a huge logit forced onto a non-hypothesis token, and says so."""
-    from windtunnel import make_task
-    from windtunnel.architectures import build_model
+    from bayesgeom.windtunnel import make_task
+    from bayesgeom.windtunnel.architectures import build_model
 
     task = make_task("bijection", V=6)
     hyp = task.hyp_slice
@@ -249,7 +254,7 @@ def test_wind_tunnel_entropy_is_over_the_hypothesis_slice(family_prompts, tmp_pa
 def test_a_store_held_by_another_process_is_refused_at_once(llama, prompts, tmp_path):
     """Two processes capturing into one --out: the second gets RunBusyError at once; the
     first's store stays whole and the folder is free again once it is done."""
-    from records import RunBusyError
+    from bayesgeom.records import RunBusyError
 
     out = tmp_path / "store"
     holder = subprocess.Popen(
@@ -278,7 +283,7 @@ def test_an_out_that_is_a_file_or_on_a_full_disk_is_one_line(llama, prompts, tmp
                                                               monkeypatch):
     import errno
 
-    from records import FileFault, RunDirError
+    from bayesgeom.records import FileFault, RunDirError
 
     (tmp_path / "f").write_text("x")
     with pytest.raises(RunDirError, match=rf"^{tmp_path / 'f'} is a file, not a directory; "
@@ -360,7 +365,7 @@ def test_prompts_a_bom_and_wrong_types(llama):
 
 
 def test_a_different_capture_is_replaced_only_with_restart(llama, prompts, tmp_path):
-    from interp import StoreMismatchError
+    from bayesgeom.interp import StoreMismatchError
 
     out = tmp_path / "s"
     capture(llama, prompts, ["resid_post.0"], out=out, progress=False)
@@ -373,8 +378,8 @@ def test_a_different_capture_is_replaced_only_with_restart(llama, prompts, tmp_p
 
 
 def test_another_commands_run_is_not_a_store(llama, prompts, tmp_path):
-    from interp import StoreMismatchError
-    from records import RunDir, exit_code
+    from bayesgeom.interp import StoreMismatchError
+    from bayesgeom.records import RunDir, exit_code
 
     with RunDir(tmp_path / "g", "geometry", {}) as rd:
         (tmp_path / "g" / "manifest.json").write_text('{"created_utc": "now"}')

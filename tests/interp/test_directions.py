@@ -9,8 +9,8 @@ import warnings
 import pytest
 import torch
 
-import interp
-from interp import DirectionShapeError, NonFiniteActivationError, VarianceMatchWarning
+from bayesgeom import interp
+from bayesgeom.interp import DirectionShapeError, NonFiniteActivationError, VarianceMatchWarning
 
 
 def _acts(n: int, d: int, seed: int = 0) -> torch.Tensor:

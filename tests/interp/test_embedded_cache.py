@@ -12,9 +12,9 @@ import torch
 import transformers
 from safetensors import SafetensorError
 
-import interp
-from interp import embedded_model as em
-from records import FileFault, write_checksums, write_json
+from bayesgeom import interp
+from bayesgeom.interp import embedded_model as em
+from bayesgeom.records import FileFault, write_checksums, write_json
 
 
 def _write_tiny(src, final) -> None:

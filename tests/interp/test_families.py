@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import interp
-from interp import AddVector, ProjectOut, capture
+from bayesgeom import interp
+from bayesgeom.interp import AddVector, ProjectOut, capture
 
 #: the Llama-style wind-tunnel transformers (family ``llama``): name -> arch
 WT_LLAMA = {"wt-llama": "llama", "wt-llama-rope": "llama-rope", "wt-llama-nope": "llama-nope"}
@@ -59,8 +59,8 @@ def _parts(hf, family: str, layer: int):
 
 @pytest.fixture(scope="module")
 def models(tiny_models, tmp_path_factory):
-    from windtunnel import make_task
-    from windtunnel.architectures import build_model
+    from bayesgeom.windtunnel import make_task
+    from bayesgeom.windtunnel.architectures import build_model
 
     out = {name: interp.load(tm.path, attn_implementation="eager")
            for name, tm in tiny_models.items()}

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-import interp
+from bayesgeom import interp
 
 
 @pytest.mark.parametrize("family", ["llama", "gpt_neox", "phi"])

@@ -8,9 +8,9 @@ import warnings
 import pytest
 import torch
 
-import interp
-from interp import AddVector, KeepOnly, ProjectOut, ShiftAlong, capture, intervene
-from interp.errors import (
+from bayesgeom import interp
+from bayesgeom.interp import AddVector, KeepOnly, ProjectOut, ShiftAlong, capture, intervene
+from bayesgeom.interp.errors import (
     DirectionShapeError,
     InterpError,
     NilInterventionError,
@@ -152,7 +152,7 @@ def test_project_out_fraction_removes_that_share_of_the_component(llama, prompts
 def test_a_direction_edit_applies_any_plain_edit_function(llama, prompts):
     """DirectionEdit(site, direction, operation) runs the plain function at the site; the named
     edits are its special cases and give the same activations."""
-    from interp import DirectionEdit, edits
+    from bayesgeom.interp import DirectionEdit, edits
 
     u = _unit(32, 3)
     base = capture(llama, prompts, ["resid_post.1"], "all", progress=False)["resid_post.1"]
@@ -179,7 +179,7 @@ def test_a_direction_edit_applies_any_plain_edit_function(llama, prompts):
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
 def test_non_finite_edit_parameters_are_refused(bad):
-    from interp import DirectionEdit, edits
+    from bayesgeom.interp import DirectionEdit, edits
 
     u = _unit(32, 0)
     for make in (lambda: ProjectOut("resid_post.0", u, fraction=bad),
@@ -203,7 +203,7 @@ def test_feature_shapes_of_every_site_kind(llama):
 
 
 def test_non_finite_zero_or_non_numeric_vectors_are_refused_when_built():
-    from interp import edits
+    from bayesgeom.interp import edits
 
     nan_u = torch.ones(32)
     nan_u[3] = float("nan")

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-import interp
-from interp import ProjectOut, ShiftAlong
-from interp.errors import InterpError
-from interp.layer_resume import forward_from_layer, forward_recording, resume_error
-from interp.norm_freeze import frozen_final_norm
+from bayesgeom import interp
+from bayesgeom.interp import ProjectOut, ShiftAlong
+from bayesgeom.interp.errors import InterpError
+from bayesgeom.interp.layer_resume import forward_from_layer, forward_recording, resume_error
+from bayesgeom.interp.norm_freeze import frozen_final_norm
 
 FAMILIES = ("gpt_neox", "phi", "llama", "mistral", "windtunnel")
 

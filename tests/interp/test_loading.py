@@ -9,15 +9,16 @@ import pytest
 import torch
 from transformers import FalconConfig, FalconForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-import interp
-from interp import capture
-from interp.errors import (
+from bayesgeom import interp
+from bayesgeom.interp import capture
+from bayesgeom.interp.errors import (
     InterpError,
     ModelNotAvailableError,
+    ModelNotLoadedError,
     SiteNotLocatedError,
     UnsupportedArchitectureError,
 )
-from interp.user_cache import cache_root
+from bayesgeom.interp.user_cache import cache_root
 
 
 def test_local_directory_loads_with_its_tokenizer(tiny_models):
@@ -109,6 +110,14 @@ def test_cache_dir_respects_env(monkeypatch, tmp_path):
     assert cache_root() == tmp_path / "xdg" / "bayesgeom"
     monkeypatch.setenv("BAYESGEOM_CACHE", str(tmp_path / "mine"))
     assert cache_root() == tmp_path / "mine"
-    from interp import embedded_model
+    from bayesgeom.interp import embedded_model
 
     assert embedded_model.cached_dir().parent == tmp_path / "mine" / "models"
+
+
+@pytest.mark.parametrize("spec", ["smollm2-135m-instruct", None, torch.nn.Linear(2, 2)])
+def test_capture_takes_a_loaded_model_only(spec):
+    with pytest.raises(ModelNotLoadedError, match=r"load it first with interp\.load\(\.\.\.\) "
+                       r"or bayesgeom\.open_model\(\.\.\.\)$") as e:
+        capture(spec, ["a prompt"], ["resid_post.0"], progress=False)
+    assert "\n" not in str(e.value)

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from interp.errors import PositionError
-from interp.positions import normalise_positions, position_mask, select_rows
-from interp.token_batch import left_pad, position_ids_from_mask
+from bayesgeom.interp.errors import PositionError
+from bayesgeom.interp.positions import normalise_positions, position_mask, select_rows
+from bayesgeom.interp.token_batch import left_pad, position_ids_from_mask
 
 
 def test_left_pad_puts_last_tokens_in_the_last_column_with_real_positions():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from interp.qkv_layout import FusedBlocks, FusedPerHead, SeparateQKV
+from bayesgeom.interp.qkv_layout import FusedBlocks, FusedPerHead, SeparateQKV
 
 
 def _tag(which: int, head: int, i: int) -> float:

@@ -5,10 +5,10 @@ and one clear line for every attention site."""
 import pytest
 import torch
 
-import interp
-from interp.families.recurrent import NoAttentionError
-from windtunnel import make_task
-from windtunnel.architectures import build_model
+from bayesgeom import interp
+from bayesgeom.interp.families.recurrent import NoAttentionError
+from bayesgeom.windtunnel import make_task
+from bayesgeom.windtunnel.architectures import build_model
 
 ARCHS = ("lstm", "mamba")
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 import transformers
 
-import interp
-from interp import InterpError, PickleWeightsError, PromptError
-from interp.errors import NonFiniteActivationError, StoreError, StoreMismatchError
-from records import FileFault, UsageError, exit_code
+from bayesgeom import interp
+from bayesgeom.interp import InterpError, PickleWeightsError, PromptError
+from bayesgeom.interp.errors import NonFiniteActivationError, StoreError, StoreMismatchError
+from bayesgeom.records import FileFault, UsageError, exit_code
 
 
 def _tiny_gpt2() -> transformers.GPT2LMHeadModel:
@@ -92,7 +92,7 @@ def test_a_model_folder_without_tokenizer_takes_ids_and_says_so_for_text(gpt2_di
 def test_a_hub_repo_without_safetensors_is_refused(monkeypatch):
     """transformers' own error for use_safetensors=True on a pickle-only repo becomes the same
     one-line refusal (no Hub needed: from_pretrained is stubbed with that error)."""
-    from interp import loading
+    from bayesgeom.interp import loading
 
     def no_safetensors(src, **kw):
         assert kw["use_safetensors"] is True

@@ -2,8 +2,8 @@
 
 import pytest
 
-from interp.errors import UnknownSiteError
-from interp.sites import Site, parse_site, parse_sites
+from bayesgeom.interp.errors import UnknownSiteError
+from bayesgeom.interp.sites import Site, parse_site, parse_sites
 
 
 def test_names_round_trip_and_negative_layers_count_from_the_end():
@@ -44,7 +44,7 @@ def test_read_only_sites():
 
 
 def test_layer_resolution_and_site_names_have_one_home():
-    from interp import resolve_layer, resolve_layers, site_name
+    from bayesgeom.interp import resolve_layer, resolve_layers, site_name
 
     assert resolve_layer(-1, 30) == 29 and resolve_layers([0, -1, 5], 30) == [0, 5, 29]
     assert resolve_layers(None, 3) == [0, 1, 2]

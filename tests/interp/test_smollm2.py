@@ -8,8 +8,8 @@ import time
 import pytest
 import torch
 
-import interp
-from interp import capture, embedded_model
+from bayesgeom import interp
+from bayesgeom.interp import capture, embedded_model
 
 pytestmark = pytest.mark.slow
 PROMPTS = ["The capital of France is", "Water boils at", "One, two, three,"]

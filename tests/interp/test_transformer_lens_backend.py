@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import interp
-from interp import ProjectOut, ShiftAlong, capture
+from bayesgeom import interp
+from bayesgeom.interp import ProjectOut, ShiftAlong, capture
 
 FAMILIES = ["gpt_neox", "phi", "llama", "mistral", "windtunnel"]
 SITES = ["resid_pre.*", "resid_post.*", "attn.*.q", "attn.*.k", "attn.*.v", "attn.*.pattern",

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import interp
-from interp import projection_weights
+from bayesgeom import interp
+from bayesgeom.interp import projection_weights
 
 LAYOUT_FAMILIES = ["gpt_neox", "phi", "llama", "mistral", "phi3", "windtunnel"]
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from probes import (
+from bayesgeom.probes import (
     attention_entropy_bits,
     attention_entropy_profile,
     exact_abs_cos_expectation,

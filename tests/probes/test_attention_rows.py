@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import jensenshannon
 
-from probes.attention_rows import attention_mass, content_masks, js_divergence_bits
+from bayesgeom.probes.attention_rows import attention_mass, content_masks, js_divergence_bits
 
 
 def test_matches_scipy_and_is_symmetric_and_bounded():

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from probes import correlation_with_ci, mean_interval
-from probes.bootstrap import percentile_interval, resample_indices
-from probes.pca import fit_pca
-from probes.pca_summary import bootstrap_variance_ratios
+from bayesgeom.probes import correlation_with_ci, mean_interval
+from bayesgeom.probes.bootstrap import percentile_interval, resample_indices
+from bayesgeom.probes.pca import fit_pca
+from bayesgeom.probes.pca_summary import bootstrap_variance_ratios
 
 N_REPS = 200
 # Binomial sd of the coverage over 200 replications is ~1.5 %; percentile intervals run slightly

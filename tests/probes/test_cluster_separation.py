@@ -4,7 +4,7 @@ two labels, and the seeded subsample above max_samples."""
 import numpy as np
 import pytest
 
-from probes.cluster_separation import label_silhouette
+from bayesgeom.probes.cluster_separation import label_silhouette
 
 
 def _clusters(n_per: int = 60, k: int = 5, d: int = 12, spread: float = 0.05, seed: int = 0):

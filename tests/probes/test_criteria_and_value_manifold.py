@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from probes import (
+from bayesgeom.probes import (
     CriteriaThresholds,
     ordering_score,
     validation_criteria,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probes.decay_fit import (
+from bayesgeom.probes.decay_fit import (
     AT_FLOOR,
     CROSSED,
     NOT_CROSSED,

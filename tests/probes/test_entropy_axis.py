@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from probes import AxisProvenance, EntropyAxis, fit_entropy_axis, prompt_set_hash
+from bayesgeom.probes import AxisProvenance, EntropyAxis, fit_entropy_axis, prompt_set_hash
 
 
 def _planted(n=3000, d=24, sign=1.0, seed=0, equal_entries=False):

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from probes import ProbeConfig, StreamingEntropyProbe, entropy_probe, entropy_probe_table
-from probes.ridge import ridge_path, ridge_path_from_moments
-from probes.splits import fold_assignments
-from probes.streaming_moments import StreamingMoments
+from bayesgeom.probes import ProbeConfig, StreamingEntropyProbe, entropy_probe, entropy_probe_table
+from bayesgeom.probes.ridge import ridge_path, ridge_path_from_moments
+from bayesgeom.probes.splits import fold_assignments
+from bayesgeom.probes.streaming_moments import StreamingMoments
 
 
 def _linear(n=200, d=30, noise=0.05, seed=0):

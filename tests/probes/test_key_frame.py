@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probes.key_frame import (
+from bayesgeom.probes.key_frame import (
     effective_rank,
     frame_orthogonality,
     random_frame_score,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from probes import (
+from bayesgeom.probes import (
     fit_domain_manifold,
     fit_domain_manifolds,
     linear_cka,

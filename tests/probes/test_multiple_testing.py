@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probes import holm, null_test, parametric_p
+from bayesgeom.probes import holm, null_test, parametric_p
 
 
 def test_holm_matches_a_hand_computed_example():

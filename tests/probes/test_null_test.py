@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probes import null_test
+from bayesgeom.probes import null_test
 
 
 def test_p_counts_controls_at_least_as_large_in_magnitude():

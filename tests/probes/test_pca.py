@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from probes import dimension_at_variance, fit_pca, participation_ratio, summarize_pca
+from bayesgeom.probes import dimension_at_variance, fit_pca, participation_ratio, summarize_pca
 
 
 def _data(n, d, seed=0):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from probes.plateau import plateau_step
+from bayesgeom.probes.plateau import plateau_step
 
 
 def test_plateau_step_of_synthetic_series():

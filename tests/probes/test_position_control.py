@@ -1,7 +1,13 @@
 import numpy as np
 import pytest
 
-from probes import ProbeConfig, entropy_probe, partial_spearman, position_design, position_residual
+from bayesgeom.probes import (
+    ProbeConfig,
+    entropy_probe,
+    partial_spearman,
+    position_design,
+    position_residual,
+)
 
 
 def _positions_and_entropy(seed: int = 0):

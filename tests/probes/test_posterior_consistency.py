@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probes.posterior_consistency import (
+from bayesgeom.probes.posterior_consistency import (
     consistency_score,
     hypothesis_mass,
     output_deviation,

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from probes import StreamingMoments, StreamingPCA, fit_pca, principal_angles
-from probes.streaming_moments import merge_all
+from bayesgeom.probes import StreamingMoments, StreamingPCA, fit_pca, principal_angles
+from bayesgeom.probes.streaming_moments import merge_all
 
 
 def _chunks(n_chunks=12, rows=500, d=16, seed=0):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probes import update_alignment as ua
+from bayesgeom.probes import update_alignment as ua
 
 
 def _softmax(x: np.ndarray, allowed: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from records import (
+from bayesgeom.records import (
     OptionError,
     Parts,
     atomic_write,

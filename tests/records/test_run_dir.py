@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from records import (
+from bayesgeom.records import (
     FileFault,
     InputFileError,
     Parts,

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from analyses.cli import main
-from records import UsageError
-from records.errors import exit_code
-from windtunnel import AssocRecallTask, TaskConfigError, make_task, task_from_config
-from windtunnel.assoc_recall import FILLER, KEY_OFFSET, PAD, QUERY, SEP, STORE
-from windtunnel.training import TrainConfig, train
+from bayesgeom.analyses.cli import main
+from bayesgeom.records import UsageError
+from bayesgeom.records.errors import exit_code
+from bayesgeom.windtunnel import AssocRecallTask, TaskConfigError, make_task, task_from_config
+from bayesgeom.windtunnel.assoc_recall import FILLER, KEY_OFFSET, PAD, QUERY, SEP, STORE
+from bayesgeom.windtunnel.training import TrainConfig, train
 
 SMALL_RECALL = {"N": 3, "M": 2, "F": 3, "n_keys": 4, "n_values": 5}
 SMALL_BINDING = {"variant": "binding", "N": 7, "n_keys": 3, "n_values": 3}

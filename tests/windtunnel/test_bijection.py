@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from windtunnel import TaskConfigError, make_task
-from windtunnel.metrics import Accumulator, calibration_stats, report_from
+from bayesgeom.windtunnel import TaskConfigError, make_task
+from bayesgeom.windtunnel.metrics import Accumulator, calibration_stats, report_from
 
 
 def test_entropy_curve_is_log2_remaining_values():

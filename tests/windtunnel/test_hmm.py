@@ -3,9 +3,9 @@ import itertools
 import numpy as np
 import pytest
 
-from infotheory import entropy_bits_from_probs
-from windtunnel import make_task
-from windtunnel.hmm import (
+from bayesgeom.infotheory import entropy_bits_from_probs
+from bayesgeom.windtunnel import make_task
+from bayesgeom.windtunnel.hmm import (
     EMIT,
     OBS,
     OBS_BASE,
@@ -97,7 +97,7 @@ def test_window_ladder_falls_with_the_window_and_scores_the_evaluation_sequences
     # position t is exact for every window longer than t
     assert lad[2]["per_position"][0] < 1e-12 and lad[2]["per_position"][2] > 0.01
     # the same sequences as evaluate's: its batch i is stream (seed, EVAL, i)
-    from windtunnel.seeds import Purpose, stream
+    from bayesgeom.windtunnel.seeds import Purpose, stream
     b = t.sample(120, stream(4, Purpose.EVAL, 0))
     T, E, obs = t.decode(b.input_ids.numpy())
     one = np.abs(entropy_bits_from_probs(windowed_filter(T, E, obs, 1)) - b.entropy_bits.numpy())
@@ -156,6 +156,11 @@ def test_length_generalisation_variant():
     assert t.max_seq_len == 153
     with pytest.raises(ValueError, match="max_K"):
         t.with_K(60)
+    # the generic form: the task names the option that sets its evaluation length
+    assert t.length_option == "K" and t.at_length(50).config() == t.with_K(50).config()
+    assert make_task("long_recall").length_option == "length"
+    with pytest.raises(ValueError, match="no length option"):
+        make_task("bijection").at_length(50)
 
 
 def test_target_window_makes_the_windowed_filter_the_target_on_the_same_sequences():

@@ -9,10 +9,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-import interp
-from analyses.models import open_model
-from windtunnel import TaskConfigError, load_run, make_task
-from windtunnel.architectures import (
+from bayesgeom import interp
+from bayesgeom.analyses.kit.models import open_model
+from bayesgeom.windtunnel import TaskConfigError, load_run, make_task
+from bayesgeom.windtunnel.architectures import (
     ARCHS,
     attention_bytes,
     build_model,
@@ -20,16 +20,16 @@ from windtunnel.architectures import (
     recurrent_sizes,
     transformer_params,
 )
-from windtunnel.evaluate import evaluate
-from windtunnel.llama import (
+from bayesgeom.windtunnel.evaluate import evaluate
+from bayesgeom.windtunnel.llama import (
     WindTunnelLlama,
     WindTunnelLlamaConfig,
     build_llama,
     llama_config,
     llama_params,
 )
-from windtunnel.training import TrainConfig, train
-from windtunnel.transformer import get_preset
+from bayesgeom.windtunnel.training import TrainConfig, train
+from bayesgeom.windtunnel.transformer import get_preset
 
 PAPER_PARAMS = 2_677_440  # spec §1.5: the bijection production model
 LLAMA_ARCHS = {"llama": "learned", "llama-rope": "rope", "llama-nope": "nope",

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from windtunnel import TaskConfigError, make_task, make_token_task
-from windtunnel.evaluate import bayes_accuracy, evaluate
-from windtunnel.long_recall import FILLER, KEY_BASE, QUERY, recall_posterior
-from windtunnel.metrics import calibration_stats
-from windtunnel.seeds import Purpose, stream
-from windtunnel.training import TrainConfig, train
+from bayesgeom.windtunnel import TaskConfigError, make_task, make_token_task
+from bayesgeom.windtunnel.evaluate import bayes_accuracy, evaluate
+from bayesgeom.windtunnel.long_recall import FILLER, KEY_BASE, QUERY, recall_posterior
+from bayesgeom.windtunnel.metrics import calibration_stats
+from bayesgeom.windtunnel.seeds import Purpose, stream
+from bayesgeom.windtunnel.training import TrainConfig, train
 
 
 def _records(task, ids):
@@ -160,7 +160,7 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert res.steps_done == 6 and res.report is not None
     assert math.isfinite(res.report.kl_bits) and 0 <= res.report.accuracy <= 1
     assert res.report.mean_bayes_entropy_bits > 0
-    from windtunnel.runs import load_run
+    from bayesgeom.windtunnel.runs import load_run
 
     run = load_run(tmp_path / "run")  # learned positions: the table was sized by max_length
     rep = evaluate(run.model, run.task.with_length(48), n=16, logit_lens=False)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from records import read_json, write_json
-from windtunnel import make_task
-from windtunnel.hmm import FLOOR_CENTS, OBS_BASE
-from windtunnel.metrics import (
+from bayesgeom.records import read_json, write_json
+from bayesgeom.windtunnel import make_task
+from bayesgeom.windtunnel.hmm import FLOOR_CENTS, OBS_BASE
+from bayesgeom.windtunnel.metrics import (
     Accumulator,
     CalibrationReport,
     calibration_stats,

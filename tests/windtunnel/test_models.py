@@ -2,9 +2,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from windtunnel import TaskConfigError, make_task
-from windtunnel.architectures import build_model, n_params, transformer_params
-from windtunnel.checkpoint import load_model
+from bayesgeom.windtunnel import TaskConfigError, make_task
+from bayesgeom.windtunnel.architectures import build_model, n_params, transformer_params
+from bayesgeom.windtunnel.checkpoint import load_model
 
 PAPER_PARAMS = 2_677_440
 
@@ -81,3 +81,19 @@ def test_flat_mlp_is_causal():
 def test_unknown_arch_or_preset(arch, preset):
     with pytest.raises(TaskConfigError, match="unknown"):
         build_model(make_task("bijection"), arch, preset)
+
+
+def test_auto_classes_are_registered_by_the_package_and_idempotently():
+    """``import bayesgeom.windtunnel`` registers every own model class, whichever submodule is
+    imported first; calling :func:`register_auto_classes` again is harmless."""
+    import subprocess
+    import sys
+
+    code = ("from bayesgeom.windtunnel.bijection import BijectionTask\n"
+            "from transformers.models.auto.configuration_auto import CONFIG_MAPPING as M\n"
+            "from bayesgeom.windtunnel import register_auto_classes\n"
+            "register_auto_classes(); register_auto_classes()\n"
+            "print(sorted(k for k in M if k.startswith('bayesgeom_')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    last = out.stdout.strip().splitlines()[-1]
+    assert last == "['bayesgeom_llama', 'bayesgeom_lstm', 'bayesgeom_mlp']"

@@ -11,13 +11,13 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-import interp
-from interp.attention_taps import attention_gradients
-from probes import routing_law as rl
-from windtunnel import TaskConfigError, load_run, make_task
-from windtunnel.llama import build_llama
-from windtunnel.long_eval import chunked_logits, position_limit
-from windtunnel.position_priors import (
+from bayesgeom import interp
+from bayesgeom.interp.attention_taps import attention_gradients
+from bayesgeom.probes import routing_law as rl
+from bayesgeom.windtunnel import TaskConfigError, load_run, make_task
+from bayesgeom.windtunnel.llama import build_llama
+from bayesgeom.windtunnel.long_eval import chunked_logits, position_limit
+from bayesgeom.windtunnel.position_priors import (
     BAM_EPS,
     PositionPrior,
     alibi_bias,
@@ -25,9 +25,9 @@ from windtunnel.position_priors import (
     bam_bias,
     key_distances,
 )
-from windtunnel.prior_readout import read_priors
-from windtunnel.training import TrainConfig, task_loss, train
-from windtunnel.transformer import get_preset
+from bayesgeom.windtunnel.prior_readout import read_priors
+from bayesgeom.windtunnel.training import TrainConfig, task_loss, train
+from bayesgeom.windtunnel.transformer import get_preset
 
 TASK = make_task("bijection", V=6)
 

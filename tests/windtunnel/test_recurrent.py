@@ -7,20 +7,20 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, MambaForCausalLM
 
-import interp
-from analyses.models import open_model
-from windtunnel import load_run, make_task
-from windtunnel.architectures import (
+from bayesgeom import interp
+from bayesgeom.analyses.kit.models import open_model
+from bayesgeom.windtunnel import load_run, make_task
+from bayesgeom.windtunnel.architectures import (
     ARCHS,
     build_model,
     n_params,
     recurrent_sizes,
     transformer_params,
 )
-from windtunnel.checkpoint import latest_checkpoint_dir
-from windtunnel.evaluate import evaluate
-from windtunnel.recurrent import WindTunnelLSTM, WindTunnelLSTMConfig, lstm_params
-from windtunnel.training import TrainConfig, train
+from bayesgeom.windtunnel.checkpoint import latest_checkpoint_dir
+from bayesgeom.windtunnel.evaluate import evaluate
+from bayesgeom.windtunnel.recurrent import WindTunnelLSTM, WindTunnelLSTMConfig, lstm_params
+from bayesgeom.windtunnel.training import TrainConfig, train
 
 TASKS = {"bijection": {"V": 20}, "hmm": {}}
 

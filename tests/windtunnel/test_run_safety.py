@@ -16,13 +16,13 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import windtunnel.training as training
-from analyses.cli import main
-from records import FaultError, RunDirError, UsageError, exit_code, verify_checksums
-from windtunnel.checkpoint import CheckpointError
-from windtunnel.runs import NotARunError, is_windtunnel_dir, load_run
-from windtunnel.task import TaskConfigError
-from windtunnel.training import DivergenceError, TrainConfig, train
+from bayesgeom.analyses.cli import main
+from bayesgeom.records import FaultError, RunDirError, UsageError, exit_code, verify_checksums
+from bayesgeom.windtunnel import training as training
+from bayesgeom.windtunnel.checkpoint import CheckpointError
+from bayesgeom.windtunnel.runs import NotARunError, is_windtunnel_dir, load_run
+from bayesgeom.windtunnel.task import TaskConfigError
+from bayesgeom.windtunnel.training import DivergenceError, TrainConfig, train
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = dict(preset="tiny", steps=20, batch_size=16, warmup_steps=2, eval_every=20,
@@ -122,7 +122,7 @@ def test_a_task_too_large_for_memory_is_refused_at_once(tmp_path):
                        r"sequences .* more than this machine's .*; lower --V or --L or "
                        r"--batch-size"):
         train(_cfg({"V": 100_000}), tmp_path / "r", progress=False)
-    from windtunnel import make_task
+    from bayesgeom.windtunnel import make_task
 
     with pytest.raises(TaskConfigError, match="lower --V or --L or the number of sequences"):
         make_task("bijection", V=100_000).sample(10**6, 0)  # two are cheap: a sparse posterior
@@ -350,7 +350,7 @@ def test_an_older_run_record_still_loads(run_copy):
 def test_two_writers_to_one_out_one_proceeds_the_other_is_refused(tmp_path):
     out = tmp_path / "race"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "analyses.cli", "windtunnel", "train", "--preset", "tiny",
+    argv = [sys.executable, "-m", "bayesgeom", "windtunnel", "train", "--preset", "tiny",
             "--V", "6", "--steps", "100000", "--max-minutes", "0.15", "--batch-size", "8",
             "--eval-every", "100000", "--eval-size", "16", "--ckpt-every", "50",
             "--no-progress", "--out", str(out)]

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from windtunnel import make_task
-from windtunnel.bijection import BijectionTask
-from windtunnel.seeds import INDEX_LIMIT, Purpose, seed_sequence, stream, tag
-from windtunnel.training import TrainConfig, train
+from bayesgeom.windtunnel import make_task
+from bayesgeom.windtunnel.bijection import BijectionTask
+from bayesgeom.windtunnel.seeds import INDEX_LIMIT, Purpose, seed_sequence, stream, tag
+from bayesgeom.windtunnel.training import TrainConfig, train
 
 SEEDS = (0, 1, 7, 2**32, 2**64 + 3)
 INDICES = (0, 1, 2, 1_000_003, INDEX_LIMIT - 1)

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from windtunnel import sticky_chain as sc
+from bayesgeom.windtunnel import sticky_chain as sc
 
 ROW0 = [0.3498, 0.1660, 0.0830, 0.0553, 0.0415, 0.0553, 0.0830, 0.1660]
 

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from windtunnel.sula import (
+from bayesgeom.windtunnel.sula import (
     CARRIER_WORDS,
     CONDITIONS,
     KS,
@@ -86,8 +86,8 @@ def test_bad_input():
 
 def test_sula_is_a_registered_task_with_the_same_prompts():
     """SULA through the task registry gives exactly the draws and posteriors of draw/render."""
-    from windtunnel import TASKS, SulaTask, TaskConfigError, make_task, make_token_task
-    from windtunnel.sula import draw, render
+    from bayesgeom.windtunnel import TASKS, SulaTask, TaskConfigError, make_task, make_token_task
+    from bayesgeom.windtunnel.sula import draw, render
 
     assert TASKS["sula"].cls is SulaTask
     task = make_task("sula", condition="shuffled", labels=("a", "b"), remap_labels=("c", "d"))

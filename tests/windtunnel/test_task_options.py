@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from windtunnel import TaskConfigError, make_task
-from windtunnel.bijection import noisy_posterior
-from windtunnel.evaluate import bayes_accuracy
-from windtunnel.metrics import calibration_stats
-from windtunnel.priors import prior_weights, sample_from
-from windtunnel.seeds import Purpose, stream
-from windtunnel.sparse_posterior import SparsePosterior
+from bayesgeom.windtunnel import TaskConfigError, make_task
+from bayesgeom.windtunnel.bijection import noisy_posterior
+from bayesgeom.windtunnel.evaluate import bayes_accuracy
+from bayesgeom.windtunnel.metrics import calibration_stats
+from bayesgeom.windtunnel.priors import prior_weights, sample_from
+from bayesgeom.windtunnel.seeds import Purpose, stream
+from bayesgeom.windtunnel.sparse_posterior import SparsePosterior
 
 
 def _brute_noisy_bijection(keys, shown, V, noise):
@@ -161,7 +161,7 @@ def test_prior_weights_and_sampler(kind, shape):
 
 
 def test_noise_is_recorded_only_when_set_and_round_trips():
-    from windtunnel import token_task_from_config
+    from bayesgeom.windtunnel import token_task_from_config
 
     assert "noise" not in make_task("bijection", V=8).config()
     cfg = make_task("bijection", V=8, noise=0.25).config()

@@ -4,13 +4,13 @@ import pandas as pd
 import pytest
 import torch
 
-from windtunnel import make_task
-from windtunnel.architectures import build_model
-from windtunnel.checkpoint import CheckpointError
-from windtunnel.evaluate import evaluate
-from windtunnel.runs import NotARunError, RunDirError, load_run
-from windtunnel.task import TaskConfigError
-from windtunnel.training import TrainConfig, lr_at, train
+from bayesgeom.windtunnel import make_task
+from bayesgeom.windtunnel.architectures import build_model
+from bayesgeom.windtunnel.checkpoint import CheckpointError
+from bayesgeom.windtunnel.evaluate import evaluate
+from bayesgeom.windtunnel.runs import NotARunError, RunDirError, load_run
+from bayesgeom.windtunnel.task import TaskConfigError
+from bayesgeom.windtunnel.training import TrainConfig, lr_at, train
 
 
 def _cfg(**kw) -> TrainConfig:
@@ -159,7 +159,7 @@ def test_schedule_warms_up_then_decays():
 def test_a_time_budgeted_run_shows_its_bar_over_the_budget(tmp_path, capsys):
     """The bar of a run with max_minutes counts seconds of the budget, not a step total it will
     never reach (the demo's MLP baselines ask for 1,000,000 steps)."""
-    from windtunnel.training import TrainConfig, train
+    from bayesgeom.windtunnel.training import TrainConfig, train
 
     cfg = TrainConfig(task="bijection", task_params={"V": 6}, preset="tiny", steps=1_000_000,
                       batch_size=8, eval_every=10_000, eval_size=8, final_eval_size=16,
@@ -172,7 +172,7 @@ def test_a_time_budgeted_run_shows_its_bar_over_the_budget(tmp_path, capsys):
 
 def test_the_device_is_not_part_of_a_runs_identity(tmp_path):
     """A run started on one device is the same run on another (it resumes or is reused)."""
-    from windtunnel.training import TrainConfig, train
+    from bayesgeom.windtunnel.training import TrainConfig, train
 
     cfg = TrainConfig(task="bijection", task_params={"V": 6}, preset="tiny", steps=4,
                       batch_size=8, eval_every=4, eval_size=8, final_eval_size=16,

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 import torch
 
-from windtunnel.runs import load_run
-from windtunnel.seeds import Purpose, stream
-from windtunnel.task import TaskConfigError
-from windtunnel.training import TrainConfig, task_loss, train
+from bayesgeom.windtunnel.runs import load_run
+from bayesgeom.windtunnel.seeds import Purpose, stream
+from bayesgeom.windtunnel.task import TaskConfigError
+from bayesgeom.windtunnel.training import TrainConfig, task_loss, train
 
 
 def _cfg(**kw) -> TrainConfig:

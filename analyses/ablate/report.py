@@ -1,0 +1,151 @@
+"""The summary, figure, report and terminal view of ``bayesgeom ablate``
+(:mod:`analyses.ablate.run`). Every MAE is the per-sample entropy MAE in bits against the exact
+posterior; ΔMAE = MAE(ablated) − MAE(clean); "× clean" = MAE(ablated) / MAE(clean)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from ... import interp
+from ...windtunnel.task import TokenTask
+from ..kit.html import html_report
+from ..kit.numbers import num
+from .result import AblationEval, AblationsSummary, RetrainResult
+
+CONTROL_TEXT = {
+    "mean": "control: mean-ablation of the same head or sublayer (its output replaced by its "
+            "per-position mean over the first held-out batch); the clean MAE is in every row",
+    "none": "control: the clean model's MAE only (--control none)",
+}
+
+
+
+
+def _head_eval(ev: AblationEval, g: pd.DataFrame) -> None:
+    z = g[(g["family"] == "head") & (g["condition"] == "zero")]
+    if z.empty:
+        return
+    ev.head_delta_median_bits = float(z["delta_mae_bits"].median())
+    w = z.loc[z["delta_mae_bits"].idxmax()]
+    ev.worst_head = f"L{int(w['layer'])}H{int(w['head'])}"
+    ev.worst_head_delta_mae_bits = float(w["delta_mae_bits"])
+    z0 = z[z["layer"] == 0].sort_values("delta_mae_bits", ascending=False)
+    top = z0.iloc[0]
+    ev.frame_head = f"L0H{int(top['head'])}"
+    ev.frame_delta_mae_bits = float(top["delta_mae_bits"])
+    if len(z0) > 1 and z0.iloc[1]["delta_mae_bits"] > 0:
+        ev.frame_ratio_to_second = float(top["delta_mae_bits"] / z0.iloc[1]["delta_mae_bits"])
+    mean = g[(g["family"] == "head") & (g["condition"] == "mean") & (g["layer"] == 0)
+             & (g["head"] == top["head"])]
+    if not mean.empty:
+        ev.frame_mean_ablation_delta_mae_bits = float(mean["delta_mae_bits"].iloc[0])
+
+
+def summarise(cfg: Any, m: interp.InterpModel, task: TokenTask, table: pd.DataFrame,
+              retrain: RetrainResult | None, wall_s: float) -> AblationsSummary:
+    """The summary of a finished run (``cfg``: its
+    :class:`~analyses.ablate.run.AblationsConfig`)."""
+    s = AblationsSummary(m.info.name, task.name, cfg.n, cfg.seed, cfg.control, retrain=retrain,
+                         wall_s=round(wall_s, 2))
+    for label, g in (table.groupby("eval", sort=False) if not table.empty else []):
+        clean = g[g["family"] == "clean"].iloc[0]
+        params = dict(task.config())
+        if str(label).startswith("K="):
+            params["K"] = int(str(label)[2:])
+        ev = AblationEval(str(label), params, float(clean["mae_bits"]), float(clean["accuracy"]))
+        _head_eval(ev, g)
+        by = g[(g["family"] == "layer") & (g["condition"] == "bypass")]
+        if not by.empty:
+            ev.min_bypass_ratio = float(by["ratio"].min())
+        cum = g[g["family"] == "cumulative"]
+        if not cum.empty:
+            ev.embedding_only_mae_bits = float(cum.loc[cum["through"].idxmax(), "mae_bits"])
+        s.evals.append(ev)
+    return s
+
+
+def condition_names(table: pd.DataFrame) -> pd.Series:
+    """A short name per row: ``zero L0H2``, ``mean_attn L1``, ``bypass L0..L1``, ``clean``."""
+
+    def name(r: pd.Series) -> str:
+        if r["family"] == "clean":
+            return "clean"
+        if r["family"] == "head":
+            return f"{r['condition']} L{r['layer']}H{r['head']}"
+        if r["family"] == "cumulative":
+            return f"bypass L0..L{r['through']}"
+        return f"{r['condition']} L{r['layer']}"
+
+    return table.apply(name, axis=1) if not table.empty else pd.Series(dtype=str)
+
+
+def delta_figure(table: pd.DataFrame) -> go.Figure:
+    """ΔMAE (bits) per condition, one bar group per task size; log y axis when positive."""
+    fig = go.Figure()
+    t = table[table["family"] != "clean"].assign(name=condition_names(table))
+    for label, g in t.groupby("eval", sort=False):
+        clean = float(g["clean_mae_bits"].iloc[0])
+        fig.add_trace(go.Bar(x=g["name"], y=g["delta_mae_bits"],
+                             name=f"{label} (clean {clean:.3g} bits)"))
+    fig.update_layout(barmode="group", yaxis_title="ΔMAE = MAE(ablated) − MAE(clean), bits",
+                      height=420, margin={"t": 30}, xaxis_tickangle=-45)
+    if not t.empty and (t["delta_mae_bits"] > 0).all():
+        fig.update_yaxes(type="log")
+    return fig
+
+
+def _g(x: float | None, nd: int = 3) -> str:
+    return num(x, nd, "g")
+
+
+def retrain_table(r: RetrainResult) -> pd.DataFrame:
+    return pd.DataFrame([{"model": row.model, "K": row.K, "mae_bits": row.mae_bits,
+                          "accuracy": row.accuracy} for row in r.rows])
+
+
+def format_summary(s: AblationsSummary) -> str:
+    """The terminal view: per task size the clean MAE, the frame head and the layer results;
+    then the retrain beside its control."""
+    lines = [f"{s.model} · {s.task} · ablations on {s.n_sequences} held-out sequences "
+             f"(seed {s.seed}); entropy MAE in bits", CONTROL_TEXT[s.control]]
+    for e in s.evals:
+        lines.append(f"[{e.label}] clean {_g(e.clean_mae_bits)} (accuracy "
+                     f"{e.clean_accuracy:.3f})")
+        if e.frame_head is not None:
+            lines.append(f"  frame head {e.frame_head}: ΔMAE {_g(e.frame_delta_mae_bits)} "
+                         f"({_g(e.frame_ratio_to_second)}× the second layer-0 head; mean-"
+                         f"ablation ΔMAE {_g(e.frame_mean_ablation_delta_mae_bits)}); median "
+                         f"head ΔMAE {_g(e.head_delta_median_bits)}; worst head "
+                         f"{e.worst_head} {_g(e.worst_head_delta_mae_bits)}")
+        if e.min_bypass_ratio is not None:
+            lines.append(f"  bypassing any one layer: MAE ≥ {_g(e.min_bypass_ratio)}× clean")
+        if e.embedding_only_mae_bits is not None:
+            lines.append(f"  every layer bypassed (embedding only): "
+                         f"{_g(e.embedding_only_mae_bits)}")
+    if s.retrain is not None:
+        r = s.retrain
+        lines.append(f"retrain {r.intervention} (layers {r.layers}; steps {r.steps}, stopped "
+                     f"by {r.stop_reasons}):")
+        for row in r.rows:
+            lines.append(f"  K={row.K}: {row.model:<48} MAE {_g(row.mae_bits)}  accuracy "
+                         f"{row.accuracy:.3f}")
+    return "\n".join(lines)
+
+
+def write_report(path: Path, s: AblationsSummary, table: pd.DataFrame,
+                 manifest: dict[str, Any]) -> Path:
+    sections: list[tuple[str, object]] = [("Summary", format_summary(s)),
+                                          ("How to read it", CONTROL_TEXT[s.control])]
+    if not table.empty:
+        shown = table.assign(condition=condition_names(table))[
+            ["eval", "condition", "mae_bits", "delta_mae_bits", "ratio", "accuracy",
+             "clean_mae_bits"]]
+        sections += [("ΔMAE per condition", delta_figure(table)), ("Every condition", shown)]
+    if s.retrain is not None:
+        sections.append((f"Retrained without top-layer attention ({s.retrain.intervention}) "
+                         "beside its control", retrain_table(s.retrain)))
+    return html_report(path, f"Ablations — {s.model}", sections, manifest)

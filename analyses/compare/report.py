@@ -1,0 +1,158 @@
+"""Tables, figures and the terminal view of a comparison (:mod:`analyses.compare.run`).
+
+Display names come from :data:`HEADLINE_NAMES` and the geometry metric catalogue, so the
+metrics of newly registered measures appear with their labels and no edit here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..geometry import probes as geometry_probes
+from ..kit.html import COLORS, html_report, legend_names
+from .result import CompareResult
+
+#: display names of the compared headline (see :func:`analyses.compare.run.headline_rows`)
+HEADLINE_NAMES = {
+    "pc1": "value PC1 share", "pc1_pc2": "value PC1+PC2 share",
+    "participation_ratio": "participation ratio",
+    "abs_rho_pc1_entropy": "|ρ(PC1, model entropy)|",
+    "abs_rho_pc1_bayes_entropy": "|ρ(PC1, Bayes entropy)|",
+    "probe_r2": "entropy-probe R² (final layer)",
+    "probe_r2_bayes_entropy": "Bayes-entropy probe R² (final layer)",
+    "attention_focusing": "attention focusing",
+    "criteria_met": "Paper III criteria met (of 3)",
+    "key_orthogonality": "key orthogonality (mean |cos|, Paper III weights)",
+    "key_fraction_below_0.20": "layers with key |cos| < 0.20 (Paper III)",
+    "key_fraction_below_init": "layers with key |cos| below the random-init twin's",
+    "key_gaussian": "key |cos| of i.i.d. Gaussian W_K (analytic reference)",
+    "n_layers": "layers",
+}
+
+#: controls of a compared metric, by the suffix :mod:`analyses.compare.run` appends, in order
+CONTROLS = {"@random_init": "— random init",
+            "@position": "— position only", "|position": "— given position"}
+
+
+def display_name(metric: str) -> str:
+    """The label of a compared metric (``name[target]`` for per-target measures; a control's
+    suffix ``@random_init``, ``@position`` or ``|position`` named after it)."""
+    for suffix, label in CONTROLS.items():
+        if metric.endswith(suffix):
+            base = metric.removesuffix(suffix)
+            if suffix == "@position" and base.startswith("abs_rho_pc1_"):
+                return f"|ρ(position, {base.removeprefix('abs_rho_pc1_').replace('_', ' ')})|" \
+                       f" {label}"
+            return f"{display_name(base)} {label}"
+    if metric in HEADLINE_NAMES:
+        return HEADLINE_NAMES[metric]
+    base, _, target = metric.partition("[")
+    spec = geometry_probes.catalogue().get(base)
+    label = spec.label if spec else base
+    return f"{label} ({target.rstrip(']')})" if target else label
+
+
+def _ordered(metrics: list[str]) -> list[str]:
+    """Headline metrics first, each followed by its controls; then the rest, likewise."""
+    present = set(metrics)
+    bases = [m for m in HEADLINE_NAMES if m in present]
+    bases += [m for m in metrics if m not in bases and not any(m.endswith(c) for c in CONTROLS)]
+    out = [x for b in bases for x in (b, *(b + c for c in CONTROLS)) if x in present]
+    return out + [m for m in metrics if m not in out]
+
+
+def side_by_side(table: pd.DataFrame) -> pd.DataFrame:
+    """Metrics as rows, one column per ``label · prompt set`` (model-wide metrics repeated)."""
+    cols: dict[str, dict[str, float]] = {}
+    for (label, pset), g in table[table["prompt_set"].notna()].groupby(
+            ["label", "prompt_set"], sort=False):
+        col = {r["metric"]: r["value"] for r in g.to_dict("records")}
+        wide = table[(table["label"] == label) & table["prompt_set"].isna()]
+        col |= {r["metric"]: r["value"] for r in wide.to_dict("records")}
+        cols[f"{label} · {pset}"] = col
+    order = _ordered(list(dict.fromkeys(m for c in cols.values() for m in c)))
+    return pd.DataFrame({"metric": [display_name(m) for m in order],
+                         **{k: [c.get(m, float("nan")) for m in order]
+                            for k, c in cols.items()}})
+
+
+def curves_figure(c: pd.DataFrame) -> go.Figure:
+    """Depth-normalised per-layer panels, one line per model, prompt set and target (dotted:
+    the same analysis on the random-initialisation twin)."""
+    cat = geometry_probes.catalogue()
+    metrics = list(dict.fromkeys(c["metric"]))
+    rows = -(-len(metrics) // 2)
+    fig = make_subplots(rows=rows, cols=2,
+                        subplot_titles=[cat[m].label if m in cat else m for m in metrics])
+    colors: dict[str, str] = {}
+    for i, metric in enumerate(metrics):
+        r, col = divmod(i, 2)
+        sel = c[c["metric"] == metric]
+        for (label, pset, target, ref), g in sel.groupby(
+                [sel["label"], sel["prompt_set"].fillna("model"), sel["target"].fillna(""),
+                 sel["reference"]], sort=False):
+            base = " · ".join(x for x in (label, pset, target) if x and x != "model")
+            name = base if ref == "model" else f"{base} · {ref.replace('_', ' ')}"
+            color = colors.setdefault(base, COLORS[len(colors) % len(COLORS)])
+            fig.add_scatter(x=g["depth"], y=g["value"], mode="lines+markers", name=name,
+                            legendgroup=name, showlegend=name not in legend_names(fig),
+                            line={"color": color, "dash": "solid" if ref == "model" else "dot"},
+                            row=r + 1, col=col + 1)
+    fig.update_xaxes(title_text="depth (layer / last layer)")
+    fig.update_layout(template="plotly_white", height=280 * rows)
+    return fig
+
+
+def bars_figure(table: pd.DataFrame) -> go.Figure:
+    """Final-layer PC1, PC1+PC2, |ρ|, probe R², focusing and key orthogonality per model, with
+    95 % CIs where the geometry run has them; hatched beside each, the same numbers of the
+    random-initialisation twin."""
+    metrics = ["pc1", "pc1_pc2", "abs_rho_pc1_entropy", "probe_r2", "attention_focusing",
+               "key_orthogonality"]
+    fig = go.Figure()
+    t = table[table["metric"].isin(metrics + [m + "@random_init" for m in metrics])]
+    sets = list(dict.fromkeys(zip(t["label"], t["prompt_set"].fillna(""), strict=True)))
+    for j, (label, pset) in enumerate((lab, p) for lab, p in sets if p):
+        sel = t[(t["label"] == label) & ((t["prompt_set"] == pset) | t["prompt_set"].isna())]
+        for suffix, hatch in (("", ""), ("@random_init", "/")):
+            part = sel.set_index("metric").reindex([m + suffix for m in metrics])
+            if part["value"].isna().all():
+                continue
+            err_hi = (part["high"] - part["value"]).fillna(0)
+            err_lo = (part["value"] - part["low"]).fillna(0)
+            fig.add_bar(x=[HEADLINE_NAMES[m] for m in metrics], y=part["value"],
+                        name=f"{label} · {pset}" + (" · random init" if suffix else ""),
+                        marker={"color": COLORS[j % len(COLORS)], "pattern_shape": hatch},
+                        opacity=1.0 if not suffix else 0.55,
+                        error_y={"type": "data", "array": err_hi, "arrayminus": err_lo})
+    fig.update_layout(barmode="group", template="plotly_white", height=420,
+                      yaxis_title="value (shares, |ρ|, R², fraction, mean |cos|)")
+    return fig
+
+
+def write_report(path: Path, result: CompareResult, table: pd.DataFrame, curves: pd.DataFrame,
+                 manifest: dict[str, Any]) -> Path:
+    out = Path(path).parent
+    return html_report(path, "bayesgeom compare: " + " vs ".join(result.labels), [
+        ("Side by side (final layer)", side_by_side(table)),
+        ("Final-layer metrics", bars_figure(table)),
+        ("Per-layer curves on normalised depth", curves_figure(curves)),
+        ("Per-model reports", "; ".join(f"{lab}: {out / lab / 'report.html'}"
+                                        for lab in result.labels)),
+    ], manifest)
+
+
+def format_summary(result: CompareResult) -> str:
+    """The side-by-side table as text."""
+    wide = pd.read_csv(Path(next(iter(result.models.values())).run_dir).parent
+                       / "side_by_side.csv")
+    return format_wide(wide)
+
+
+def format_wide(wide: pd.DataFrame) -> str:
+    return wide.to_string(index=False, float_format=lambda x: f"{x:.3f}")

@@ -1,0 +1,74 @@
+"""Figure and report of the positional priors of a Llama-style wind tunnel (ALiBi, BAM, NoPE):
+per layer, the bias B_h(d) each head adds to the scores at distance d = i − j (score units;
+BAM's formula without the model's per-head offset) and the prior over distance it implies for
+a query that sees D + 1 keys (softmax over d = 0..D), one line per head; and a table of BAM's
+parameters (θα, θβ, μ, exp θα, the SSMax factor σ) with each prior's mode and mean distance.
+The numbers come from :func:`windtunnel.prior_readout.read_priors`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ...windtunnel.prior_readout import PriorReadout
+from ..kit.html import COLORS, html_report
+
+
+def prior_figure(readout: PriorReadout) -> go.Figure:
+    """Bias (left) and implied prior (right) against distance, one row per layer (one row in
+    all for a shared prior without SSMax), one colour per head.
+
+    Example:
+        >>> from bayesgeom.windtunnel import make_task
+        >>> from bayesgeom.windtunnel.architectures import build_model
+        >>> from bayesgeom.windtunnel.prior_readout import read_priors
+        >>> m = build_model(make_task("bijection", V=6), "llama-alibi", "tiny")
+        >>> fig = prior_figure(read_priors(m, max_distance=16))
+        >>> len(fig.data)  # 2 layers x 2 heads x (bias, prior)
+        8
+    """
+    rows = 1 if readout.shared and not readout.ssmax else readout.bias.shape[0]
+    names = [f"layer {L}" if rows > 1 else "all layers" for L in range(rows)]
+    fig = make_subplots(rows=rows, cols=2, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=[f"{n}: {t}" for n in names
+                                        for t in ("bias B_h(d)", "implied prior p_h(d)")])
+    H = readout.bias.shape[1]
+    for L in range(rows):
+        for h in range(H):
+            color = COLORS[h % len(COLORS)]
+            label = (f"head {h + 1}: θβ={readout.theta_beta[L, h]:.2f}, "
+                     f"exp θα={readout.scale[L, h]:.3g}")
+            for col, y in ((1, readout.bias[L, h]), (2, readout.prior[L, h])):
+                fig.add_trace(go.Scatter(
+                    x=readout.distances, y=y, mode="lines", line={"color": color},
+                    name=f"head {h + 1}", legendgroup=f"head {h + 1}",
+                    showlegend=L == 0 and col == 1, hovertext=label), row=L + 1, col=col)
+    D = int(readout.distances[-1])
+    fig.update_xaxes(title_text="distance i − j (tokens)", row=rows)
+    fig.update_layout(height=260 * rows + 120, template="plotly_white",
+                      title=f"{readout.scheme} priors over distance 0..{D}"
+                            + (" (SSMax: bias × σ log(D + 1))" if readout.ssmax else ""))
+    return fig
+
+
+def write_prior_report(readout: PriorReadout, path: Path, title: str = "Positional priors",
+                       manifest: dict | None = None) -> Path:
+    """One offline HTML file: the figure and the parameter table; returns ``path``.
+
+    Example:
+        >>> from pathlib import Path
+        >>> from bayesgeom.windtunnel import make_task
+        >>> from bayesgeom.windtunnel.architectures import build_model
+        >>> from bayesgeom.windtunnel.prior_readout import read_priors
+        >>> m = build_model(make_task("bijection", V=6), "llama-bam", "tiny")
+        >>> write_prior_report(read_priors(m, 8), Path("priors.html")).stat().st_size > 1000
+        True
+    """
+    return html_report(path, title, [
+        ("Bias and implied prior per head", prior_figure(readout)),
+        ("Parameters (BAM's; ALiBi as θα = log m_h, θβ = 1; NoPE as θβ = 0)",
+         readout.params_frame()),
+    ], manifest)

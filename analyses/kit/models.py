@@ -1,0 +1,52 @@
+"""Where a model spec becomes an :class:`interp.InterpModel`: the one composition point of
+``interp`` (any Hugging Face causal LM) and ``windtunnel`` (which opens its own runs).
+
+A spec is a Hub name, a local model directory, a wind-tunnel run (or its ``model/`` or a
+checkpoint inside it), None or ``"default"`` (the embedded SmolLM2), or an already loaded
+model. A wind tunnel comes back with its task attached (``model.task``), which is how the
+experiments know to read its hypothesis tokens and exact posteriors.
+
+Example:
+    >>> from bayesgeom.analyses.kit.models import open_model
+    >>> llm = open_model(None)                            # doctest: +SKIP
+    >>> wt = open_model("runs/demo/windtunnel/transformer")  # doctest: +SKIP
+    >>> wt.task.name, wt.info.source                      # doctest: +SKIP
+    ('bijection', 'windtunnel')
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ... import interp
+from ...interp.loading import parse_dtype
+from ...windtunnel import is_windtunnel_dir, load_run
+
+
+def open_model(spec: str | Path | interp.InterpModel | None = None, *,
+               dtype: str | None = None, device: str | None = None,
+               revision: str | None = None, backend: str = "hf",
+               allow_pickle: bool = False) -> interp.InterpModel:
+    """An :class:`interp.InterpModel` for ``spec`` (see the module doc); a wind tunnel gets
+    its task attached. Raises :class:`interp.ModelNotAvailableError` naming what is wrong, or
+    a :class:`records.FileFault` naming a damaged file. ``allow_pickle``: also load pickle
+    weights (safetensors only without it; see :func:`interp.load`)."""
+    if isinstance(spec, interp.InterpModel):
+        return spec
+    path = Path(str(spec)).expanduser() if spec is not None else None
+    if path is None or not is_windtunnel_dir(path):
+        return interp.load(spec, dtype=dtype, device=device, revision=revision, backend=backend,
+                           allow_pickle=allow_pickle)
+    if device is not None:
+        interp.check_device(device)
+    run = load_run(path)  # a damaged run raises a one-line CheckpointError naming the file
+    hf = run.model
+    td = parse_dtype(dtype)
+    if isinstance(td, torch.dtype):
+        hf = hf.to(td)
+    if device is not None:
+        hf = hf.to(device)
+    return interp.InterpModel(hf, None, name=str(path), source="windtunnel", task=run.task,
+                              backend=backend, tl_source=str(path))

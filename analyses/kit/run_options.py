@@ -1,0 +1,127 @@
+"""The options every experiment's config inherits, each declared once.
+
+A config is a dataclass that derives from :class:`RunOptions` (``--out``, progress bars,
+``--restart``) and from the groups it uses: :class:`Seeded` (``--seed``), :class:`ModelOptions`
+(``--model``), :class:`Batched` (``--batch-size``) and :class:`LoadOptions` (``--dtype``,
+``--allow-pickle``). The
+class statement names the experiment and sets the defaults that differ from the declared ones;
+nothing else is restated:
+
+Example:
+    >>> from dataclasses import dataclass
+    >>> from bayesgeom.records import option
+    >>> @dataclass
+    ... class ToyConfig(ModelOptions, Batched, Seeded, RunOptions, experiment="toy",
+    ...                 batch_size=4):
+    ...     n: int = option(8, "prompts", min=1)
+    >>> cfg = ToyConfig()
+    >>> cfg.out, cfg.batch_size, cfg.experiment
+    (PosixPath('runs/toy'), 4, 'toy')
+    >>> ToyConfig(n=0).check()  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    ExperimentError: n must be >= 1, got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...records import check_options, check_out
+from .errors import ExperimentError
+from .options import (
+    allow_pickle_option,
+    batch_size_option,
+    dtype_option,
+    model_option,
+    out_option,
+    progress_option,
+    restart_option,
+    seed_option,
+)
+
+
+@dataclass
+class RunOptions:
+    """Where a run writes and how it runs: ``out`` (its folder, ``runs/<experiment>`` by
+    default), ``progress`` (bars; ``--no-progress``) and ``restart`` (``--restart``)."""
+
+    #: the experiment's command name (set by the class statement's ``experiment=``)
+    experiment: ClassVar[str] = ""
+
+    out: Path = out_option("runs/run", "output directory (a rerun resumes an unfinished run "
+                           "and reuses the finished parts that still match)")
+    progress: bool = progress_option()
+    restart: bool = restart_option()
+
+    def __init_subclass__(cls, experiment: str | None = None, required_out: bool = True,
+                          **defaults: Any) -> None:
+        """``experiment``: the command name (and ``out``'s default ``runs/<experiment>``);
+        ``required_out=False``: ``--out`` may be left out on the command line; ``defaults``:
+        field name -> this config's default for an inherited option."""
+        super().__init_subclass__()
+        if experiment is None:
+            return
+        cls.experiment = experiment
+        defaults.setdefault("out", Path("runs") / experiment)
+        inherited = {f.name: (f, base) for base in reversed(cls.__mro__[1:])
+                     if dataclasses.is_dataclass(base) for f in dataclasses.fields(base)}
+        own = dict(inspect.get_annotations(cls))
+        for name, value in defaults.items():
+            if name not in inherited:
+                raise TypeError(f"{cls.__name__}: no inherited option {name!r} to default")
+            f, base = inherited[name]
+            opt = f.metadata["option"]
+            if name == "out":
+                value, opt = Path(value), dataclasses.replace(opt, required=required_out)
+            own[name] = typing.get_type_hints(base)[name]
+            setattr(cls, name, dataclasses.field(default=value, metadata={"option": opt}))
+        cls.__annotations__ = own
+
+    def check(self) -> None:
+        """Before any expensive work: raise :class:`ExperimentError` naming the first option
+        out of its declared range (the same one line from the Python API as from the command
+        line), or :class:`records.RunDirError` where ``out`` cannot hold this run (a file, a
+        folder of other files, another experiment's run; :func:`records.check_out`)."""
+        check_options(self, self.error)
+        check_out(self.out, self.experiment)
+
+    def error(self, message: str) -> ExperimentError:
+        """An :class:`ExperimentError` of this experiment."""
+        return ExperimentError(message, self.experiment)
+
+
+@dataclass
+class Seeded:
+    """``seed``: every random draw of the run (held-out data, subsamples, the random-init
+    twin) derives from it."""
+
+    seed: int = seed_option(0, "seed of every random draw (held-out data, subsamples, "
+                            "permutations, the random-init twin)")
+
+
+@dataclass
+class ModelOptions:
+    """``model``: a Hub name, local folder or wind-tunnel run (default the embedded SmolLM2)."""
+
+    model: str | None = model_option()
+
+
+@dataclass
+class Batched:
+    """``batch_size``: prompts (or sequences) per forward pass; it never changes a result."""
+
+    batch_size: int = batch_size_option(16)
+
+
+@dataclass
+class LoadOptions:
+    """How an LLM is loaded: ``dtype`` (default the checkpoint's) and ``allow_pickle``."""
+
+    dtype: str | None = dtype_option()
+    allow_pickle: bool = allow_pickle_option()

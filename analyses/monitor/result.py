@@ -1,0 +1,279 @@
+"""The typed result of ``bayesgeom monitor`` (:mod:`analyses.monitor.run`): the checklist, one
+:class:`CheckRow` per check, as ``summary.json`` holds it; and how each row is built from what
+it reads (a detect, verify or geometry result, an extrapolate run's ``summary.json``, a
+wind tunnel's training log), with each check's stated definition.
+
+A row's ``status`` is ``"pass"``, ``"fail"`` or ``"not measurable"``; :func:`judge` decides
+the first two from the measured value, the threshold and the row's direction (``">"``: the
+value must exceed the threshold, ``"<"``: stay below it, ``"<="``: not exceed it). A row that
+cannot be measured carries NaN and says why in ``note``; a measured row may carry a note too
+(which layer, which aggregate, why a step count is missing).
+
+Example:
+    >>> judge(0.93, ">", 0.9), judge(0.93, ">", 0.95), judge(1500.0, "<=", 2000.0)
+    ('pass', 'fail', 'pass')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ...records import read_result
+from ...windtunnel.runs import LOG, find_run
+from ..detect.result import DetectResult
+from ..extrapolate.result import ExtrapolationResult
+from ..geometry.result import GeometryResult
+from ..verify.result import ConsistencyResult
+
+PASS, FAIL, NOT_MEASURABLE = "pass", "fail", "not measurable"
+DIRECTIONS = (">", "<", "<=")
+
+
+def judge(value: float, direction: str, threshold: float) -> str:
+    """``"pass"`` when ``value`` satisfies ``direction threshold``, else ``"fail"`` (a NaN
+    value fails: the caller marks an unmeasurable row itself)."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    if not math.isfinite(value):
+        return FAIL
+    ok = {">": value > threshold, "<": value < threshold, "<=": value <= threshold}[direction]
+    return PASS if ok else FAIL
+
+
+@dataclass
+class CheckRow:
+    """One check of the checklist.
+
+    ``value``: the measured number (NaN when not measurable, or when a measured quantity has
+    no finite value, e.g. a level never reached -- ``note`` says which); ``threshold`` and
+    ``direction``: the pass rule, printed beside it; ``control``: the control's number on the
+    same scale (NaN when the check has none) and ``control_label`` what it is, with any
+    further reference numbers; ``reference`` / ``reference_label``: a second control (chance,
+    random subspaces, the uniform distribution, a baseline predictor); ``source``: the sub-run
+    folder the number comes from; ``beats_control``: the value is on the passing side of both
+    controls (a pass that does not beat them is no evidence of a trained property)."""
+
+    check: str
+    definition: str
+    unit: str
+    value: float
+    direction: str
+    threshold: float
+    status: str
+    control: float = math.nan
+    control_label: str = ""
+    reference: float = math.nan
+    reference_label: str = ""
+    beats_control: bool | None = None
+    note: str = ""
+    source: str = ""
+
+    @property
+    def measured(self) -> bool:
+        return self.status != NOT_MEASURABLE
+
+
+def measured_row(check: str, definition: str, unit: str, value: float, direction: str,
+                 threshold: float, **kw: Any) -> CheckRow:
+    """A measured row, judged by :func:`judge`; ``beats_control``: whether the value is on the
+    passing side of its control (None without a finite control)."""
+    row = CheckRow(check, definition, unit, float(value), direction, float(threshold),
+                   judge(float(value), direction, float(threshold)), **kw)
+    controls = [c for c in (row.control, row.reference) if math.isfinite(c)]
+    if controls and math.isfinite(row.value):
+        row.beats_control = all(row.value > c if direction == ">" else row.value < c
+                                for c in controls)
+    return row
+
+
+def unmeasurable_row(check: str, definition: str, unit: str, direction: str, threshold: float,
+                     why: str, **kw: Any) -> CheckRow:
+    """A row that cannot be measured on this model, saying why."""
+    return CheckRow(check, definition, unit, math.nan, direction, float(threshold),
+                    NOT_MEASURABLE, note=f"not measurable: {why}", **kw)
+
+
+@dataclass
+class MonitorResult:
+    """What ``summary.json`` holds: the model, its kind (``"wind tunnel"`` or ``"language
+    model"``), the checklist rows in order and the thresholds they were judged against."""
+
+    model: str
+    kind: str
+    rows: list[CheckRow]
+    thresholds: dict[str, float] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    def table(self) -> pd.DataFrame:
+        """One row per check (the columns of :class:`CheckRow`) plus ``model``."""
+        return pd.DataFrame([asdict(r) for r in self.rows]).assign(model=self.model)
+
+    def counts(self) -> dict[str, int]:
+        """How many rows pass, fail and are not measurable."""
+        return {s: sum(r.status == s for r in self.rows) for s in (PASS, FAIL, NOT_MEASURABLE)}
+
+
+# ---------------------------------------------------------------- the rows, from sub-results
+KEY_DEF = ("detect's orthogonality score of the key frame ((PR − 1)/(n − 1) of the centred, "
+           "unit-length frame's singular values; 1 orthogonal, 0 rank 1) at the best layer, "
+           "mean over its kv heads")
+COVERAGE_DEF = ("mean over verify's prompts of Σ_h p_Bayes(h)·[p_model(h) ≥ ½ p_Bayes(h)]: the "
+                "posterior mass on hypotheses the model keeps alive (1 for the exact posterior)")
+SEPARATION_DEF = ("mean principal angle between two domains' 90 %-variance value subspaces at "
+                  "the last layer (geometry's manifold_mean_angle_deg) / 90°; 1 orthogonal")
+KL_DEF = ("verify's mean KL(p_Bayes ‖ p_model) at each prompt's final position, p_model "
+          "renormalised over the K hypothesis tokens")
+EXTRAPOLATION_DEF = ("largest multiple m of the training length L whose retrieval accuracy, "
+                     "and every smaller multiple's, stays within the run's tolerance of the "
+                     "accuracy at L (bayesgeom extrapolate)")
+CONVERGENCE_DEF = ("first logged eval step at which the held-out per-sample entropy MAE "
+                   "|H_model − H_Bayes| (eval_entropy_mae_bits) is ≤ {level:g} bits")
+
+
+def key_row(res: DetectResult | None, threshold: float, where: str) -> CheckRow:
+    """From a ``DetectResult`` (None: not measurable, ``where`` says why; else ``where`` is
+    its folder)."""
+    name, unit = "key orthogonality", "score in [0, 1]"
+    if res is None:
+        return unmeasurable_row(name, KEY_DEF, unit, ">", threshold, where)
+    means = res.layer_means()
+    tr = means[means["condition"] == "trained"].set_index("layer")
+    tw = means[means["condition"] == "random_init"].set_index("layer")
+    best = int(tr["orthogonality"].idxmax())
+    lo, hi = tr["orthogonality"].min(), tr["orthogonality"].max()
+    return measured_row(
+        name, KEY_DEF, unit, float(tr.at[best, "orthogonality"]), ">", threshold,
+        control=float(tw.at[best, "orthogonality"]),
+        control_label=f"random-init twin at layer {best}",
+        reference=float(tr.at[best, "chance"]),
+        reference_label=f"chance: {res.n_frame_tokens} random directions in R^{res.d_head}",
+        note=(f"layer {best} of {len(tr)} ({res.frame}, m = {res.n_frame_tokens}); "
+              f"layers range {lo:.3f}–{hi:.3f}"),
+        source=where)
+
+
+def posterior_rows(res: ConsistencyResult, cov: dict[str, float], coverage_min: float,
+                   kl_max: float, where: str) -> list[CheckRow]:
+    """Coverage and KL from a ``ConsistencyResult`` and the mean coverages (model,
+    random_init, uniform)."""
+    out = {o.source: o for o in res.outputs}
+    task = f"{res.task}, {res.n_prompts} prompts, K = {res.n_hypotheses}"
+    return [
+        measured_row("hypothesis-space coverage", COVERAGE_DEF, "fraction of posterior mass",
+                     cov["model"], ">", coverage_min, control=cov["random_init"],
+                     control_label="random-init twin", reference=cov["uniform"],
+                     reference_label="the uniform distribution over the K hypotheses",
+                     note=task, source=where),
+        measured_row("posterior KL", KL_DEF, "bits", out["model"].mean_kl_bits, "<", kl_max,
+                     control=out["random_init"].mean_kl_bits,
+                     control_label="random-init twin",
+                     reference=out["group_mean_baseline"].mean_kl_bits,
+                     reference_label=f"group-mean baseline (the mean posterior per "
+                                     f"{res.group_name})",
+                     note=task, source=where)]
+
+
+def unmeasurable_posterior_rows(coverage_min: float, kl_max: float, why: str,
+                                ) -> list[CheckRow]:
+    return [unmeasurable_row("hypothesis-space coverage", COVERAGE_DEF,
+                             "fraction of posterior mass", ">", coverage_min, why),
+            unmeasurable_row("posterior KL", KL_DEF, "bits", "<", kl_max, why)]
+
+
+def separation_row(res: GeometryResult | None, sets: tuple[str, str], threshold: float,
+                   where: str) -> CheckRow:
+    """From a ``GeometryResult`` over the two sets (None: not measurable, ``where`` says
+    why)."""
+    name, unit = "domain-manifold separation", "mean angle / 90°"
+    if res is None:
+        return unmeasurable_row(name, SEPARATION_DEF, unit, ">", threshold, where)
+    pair = f"{sets[0]}|{sets[1]}"
+
+    def angle(metric: str, reference: str = "model") -> float:
+        got = [r.value for r in res.metrics
+               if r.metric == metric and r.target == pair and r.reference == reference]
+        return got[0] / 90.0 if got else math.nan
+
+    value = angle("manifold_mean_angle_deg")
+    if not math.isfinite(value):
+        return unmeasurable_row(name, SEPARATION_DEF, unit, ">", threshold,
+                                f"the geometry run in {where} has no {pair} manifold angle")
+    return measured_row(name, SEPARATION_DEF, unit, value, ">", threshold,
+                        control=angle("manifold_mean_angle_deg", "random_init"),
+                        control_label="random-init twin",
+                        reference=angle("manifold_random_mean_angle_deg"),
+                        reference_label="random subspaces of the same dimensions",
+                        note=f"{pair} at layer {res.layer}, {res.headline.n_prompts} prompts per "
+                             "set",
+                        source=where)
+
+
+def extrapolation_row(path: Path | None, run_dir: Path | None, threshold: float) -> CheckRow:
+    """The ratio of the model's scheme in a finished extrapolate run (module doc); ``path``:
+    the model's wind-tunnel run directory (None for a language model)."""
+    name, unit = "extrapolation ratio", "multiple of L"
+
+    def no(why: str) -> CheckRow:
+        return unmeasurable_row(name, EXTRAPOLATION_DEF, unit, ">", threshold, why)
+
+    if run_dir is None:
+        return no("no extrapolation run given (--extrapolation, the --out of `bayesgeom "
+                  "extrapolate`)" + ("" if path else "; a pretrained LLM is not trained at a "
+                                     "length L here"))
+    if not (Path(run_dir) / "summary.json").is_file():
+        return no(f"{run_dir} has no summary.json (its extrapolate run has not finished)")
+    res = read_result(ExtrapolationResult, Path(run_dir) / "summary.json")
+    archs = {(Path(run_dir) / "train" / s.arch).resolve(): s for s in res.schemes}
+    scheme = archs.get(path.resolve()) if path is not None else None
+    if scheme is None:
+        return no(f"the model is not one of {run_dir}'s trained models "
+                  f"({', '.join(s.arch for s in res.schemes)} under {run_dir}/train)")
+    learned = {s.arch: s for s in res.schemes}.get("llama")
+    return measured_row(
+        name, EXTRAPOLATION_DEF, unit, scheme.ratio, ">", threshold,
+        control=learned.ratio if learned is not None else math.nan,
+        control_label=("learned absolute positions (llama) in the same run" if learned else
+                       "no learned-absolute (llama) scheme in the run"),
+        note=(f"{scheme.arch} on long_recall, L = {res.length}, tolerance {res.tolerance:g}; "
+              f"accuracy {scheme.accuracy_at_1:.3f} at L, {scheme.accuracy_at_max:.3f} at "
+              f"{max(res.multiples)} L"), source=str(run_dir))
+
+
+def convergence_row(path: Path | None, level: float, threshold: float) -> CheckRow:
+    """Steps to the entropy-MAE ``level`` from a wind-tunnel run's training log (module doc);
+    ``path``: its run directory (or ``<run>/model``), None for a language model."""
+    name, unit = "convergence speed", "training steps"
+    definition = CONVERGENCE_DEF.format(level=level)
+    if path is None:
+        return unmeasurable_row(name, definition, unit, "<=", threshold,
+                                "a pretrained model has no training log here (nor a model "
+                                "given without its run directory)")
+    run = find_run(path, up=1)
+    if run is None or not run.log_path.is_file():
+        return unmeasurable_row(name, definition, unit, "<=", threshold,
+                                f"{path} holds no finished training log ({LOG})")
+    log = run.log(columns=("step", "eval_entropy_mae_bits"))
+    ev = log.dropna(subset=["eval_entropy_mae_bits"]).sort_values("step")
+    if ev.empty:
+        return unmeasurable_row(name, definition, unit, "<=", threshold,
+                                f"{run.log_path} has no evaluation rows")
+    first, last = ev.iloc[0], ev.iloc[-1]
+    hit = ev[ev["eval_entropy_mae_bits"] <= level]
+    steps = float(hit["step"].iloc[0]) if len(hit) else math.nan
+    done = int(run.steps_done or last["step"])
+    every = int(ev["step"].diff().median()) if len(ev) > 1 else int(first["step"])
+    note = (f"evals every {every} steps" if len(hit) else
+            f"never ≤ {level:g} bits in {done} steps (last eval {last['eval_entropy_mae_bits']:.4f}"
+            f" bits at step {int(last['step'])})")
+    return measured_row(
+        name, definition, unit, steps, "<=", threshold,
+        control_label=(f"no control (a step count); MAE {first['eval_entropy_mae_bits']:.3f} "
+                       f"bits at the first eval (step {int(first['step'])}), "
+                       f"{last['eval_entropy_mae_bits']:.4f} at the last (step "
+                       f"{int(last['step'])})"),
+        note=note, source=str(run.log_path))

@@ -1,0 +1,176 @@
+"""What a steering experiment edits along: per layer the entropy axis' edit direction
+(``edit_space``), its null of control directions (``null``), the variance each control carries
+and the energy each edit moves.
+
+Edit spaces (the axis is fitted in a standardised space, :class:`probes.EntropyAxis`):
+
+* ``readout`` -- the raw-space readout direction (``EntropyAxis.readout_direction``): the axis
+  coordinate ``project(x)`` is proportional to x·u, so a full cut makes it constant;
+* ``standardised`` -- Paper III's code: the unit PC1 of the standardised space
+  (``EntropyAxis.direction``) used directly as a raw-space direction; ``project(x')`` still varies
+  after a cut, which is how Paper III's "0.27 → 0.07" read-out can move.
+
+Nulls (``n`` control directions per layer, unit, orthogonal to u; layer ℓ seeded seed + 1000·ℓ):
+
+* ``variance`` (default) -- :func:`interp.variance_matched_controls`: random directions with
+  Var(x·r) = Var(x·u) over the fitted clean final-token activations x (the axis is a
+  high-variance direction by construction, and a null must be able to move as much);
+* ``norm`` -- :func:`interp.random_controls`: random directions matched only in norm (they carry
+  far less of x than a top principal direction);
+* ``pcs`` -- the other principal components of the standardised activations (PC2, PC3, ... for
+  a PC1 axis), mapped to raw space like u and orthogonalised against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ... import interp
+from ...infotheory import pearson
+from ...interp.interventions import DirectionEdit
+from ...probes import EntropyAxis, fit_pca
+
+EDIT_SPACES = ("readout", "standardised")
+NULLS = ("variance", "norm", "pcs")
+#: controls whose mean pairwise |cos| exceeds this are nearly one direction (a variance target
+#: near the top of the spectrum leaves little room): their spread, and so z and p_z, is too small
+CLUSTERED = 0.8
+
+
+@dataclass(frozen=True, eq=False)
+class LayerAxis:
+    """One edited layer: its fitted ``axis``, the ``space`` it is edited in, the unit edit
+    direction ``unit`` [F] (float64, raw activation space) and ``sigma`` = std(x·u) (ddof = 1)
+    over the clean fitted activations, the unit of a δ·σ shift for the axis and every control."""
+
+    axis: EntropyAxis
+    space: str
+    unit: np.ndarray
+    sigma: float
+
+    @classmethod
+    def of(cls, axis: EntropyAxis, x: np.ndarray, edit_space: str) -> LayerAxis:
+        """The edit direction of ``axis`` in ``edit_space`` and its σ over ``x`` [N, F]."""
+        if edit_space == "readout":
+            u = axis.readout_direction
+        elif edit_space == "standardised":
+            u = axis.direction / np.linalg.norm(axis.direction)
+        else:
+            raise ValueError(f"edit_space must be one of {', '.join(EDIT_SPACES)}")
+        u = np.asarray(u, dtype=np.float64)
+        return cls(axis, edit_space, u, float((np.asarray(x, np.float64) @ u).std(ddof=1)))
+
+    def coordinate_corr(self, x: np.ndarray, h: np.ndarray) -> float:
+        """``axis_corr``: Pearson corr(x·u, H) over rows of ``x`` [N, F] (raw coordinate along
+        the edit direction; a cut scales it by 1 − f, which cannot change a correlation, and
+        a full cut makes it constant: NaN)."""
+        return constant_safe_corr(np.asarray(x, np.float64) @ self.unit, h, self.sigma)
+
+    def projection_corr(self, x: np.ndarray, h: np.ndarray) -> float:
+        """``axis_proj_corr`` (Paper III's read-out): Pearson corr(axis.project(x), H), the rows
+        projected in the standardised space the axis was fitted in."""
+        return constant_safe_corr(self.axis.project(x), h, self.axis.sigma)
+
+
+def constant_safe_corr(a: np.ndarray, b: np.ndarray, sigma: float) -> float:
+    """Pearson corr(a, b); NaN when ``a`` is constant up to float noise (its std below 1e-4 of
+    the clean spread ``sigma``, as after a full cut) or ``b`` is constant."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.std() <= 1e-4 * sigma:
+        return float("nan")
+    return float(pearson(a, b))
+
+
+def controls(la: LayerAxis, x: np.ndarray, null: str, n: int, seed: int) -> np.ndarray:
+    """``n`` unit control directions [n, F] (float64) orthogonal to ``la.unit`` for activations
+    ``x`` [N, F] (module doc)."""
+    u = torch.as_tensor(la.unit, dtype=torch.float64)
+    if null == "variance":
+        return interp.variance_matched_controls(u, torch.as_tensor(x, dtype=torch.float64), n,
+                                                seed=seed).numpy()
+    if null == "norm":
+        return interp.random_controls(u, n, seed=seed).numpy()
+    if null == "pcs":
+        return _pc_controls(la, x, n)
+    raise ValueError(f"null must be one of {', '.join(NULLS)}, got {null!r}")
+
+
+def _pc_controls(la: LayerAxis, x: np.ndarray, n: int) -> np.ndarray:
+    ax = la.axis
+    pca = fit_pca(ax.to_axis_space(x), n_components=n + 1)
+    comps = pca.components[pca.eigenvalues > 1e-12 * max(float(pca.eigenvalues[0]), 1e-300)]
+    out = []
+    for c in comps:
+        if abs(float(c @ ax.direction)) > 1 - 1e-9:
+            continue  # the axis itself (PC1 for a pc1 axis)
+        # readout space: a component's raw readout direction, like the axis' own
+        w = c / ax.scale if la.space == "readout" and ax.scale is not None else c
+        for _ in range(2):
+            w = w - (w @ la.unit) * la.unit
+        if np.linalg.norm(w) > 1e-8:
+            out.append(w / np.linalg.norm(w))
+    if len(out) < n:
+        raise ValueError(f"the pcs null needs {n} principal components besides the axis; the "
+                         f"fitted activations give {len(out)}: lower n_random")
+    return np.stack(out[:n])
+
+
+@dataclass
+class Directions:
+    """Every direction set of an experiment: ``names`` ("axis", "control-0", ...), ``per_layer``
+    (for each name, one float32 [F] direction per edited layer, in layer order), ``ratios``
+    (layer -> [n] Var(x·r) / Var(x·u) of its controls over the clean fitted activations) and
+    ``mean_abs_cos`` (layer -> mean |cos| over pairs of its controls; NaN for one control)."""
+
+    names: list[str]
+    per_layer: list[list[torch.Tensor]]
+    ratios: dict[int, np.ndarray]
+    mean_abs_cos: dict[int, float]
+
+    def __iter__(self) -> Iterator[tuple[str, list[torch.Tensor]]]:
+        return iter(zip(self.names, self.per_layer, strict=True))
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def edit_directions(reads: dict[int, LayerAxis], acts: dict[int, np.ndarray], null: str,
+                    n: int, seed: int) -> Directions:
+    """The axis' edit direction and ``n`` controls per layer (``acts``: layer -> clean fitted
+    final-token activations [N, F])."""
+    layers = sorted(reads)
+    ctrl = {L: controls(reads[L], acts[L], null, n, seed + 1000 * L) for L in layers}
+    ratios = {L: interp.variance_ratios(torch.as_tensor(ctrl[L]),
+                                        torch.as_tensor(reads[L].unit),
+                                        torch.as_tensor(acts[L], dtype=torch.float64)).numpy()
+              for L in layers}
+    names = ["axis", *(f"control-{i}" for i in range(n))]
+    per_layer = [[torch.as_tensor(reads[L].unit).float() for L in layers]]
+    per_layer += [[torch.as_tensor(ctrl[L][i]).float() for L in layers] for i in range(n)]
+    return Directions(names, per_layer, ratios, {L: mean_abs_cos(ctrl[L]) for L in layers})
+
+
+def mean_abs_cos(directions: np.ndarray) -> float:
+    """Mean |cos| over distinct pairs of rows of ``directions`` [n, F]; NaN when n < 2."""
+    d = np.asarray(directions, dtype=np.float64)
+    if d.shape[0] < 2:
+        return float("nan")
+    d = d / np.linalg.norm(d, axis=1, keepdims=True)
+    return float(np.abs(d @ d.T)[np.triu_indices(d.shape[0], 1)].mean())
+
+
+def edit_energy(x: np.ndarray, iv: DirectionEdit) -> float:
+    """The energy an edit moves, mean_i ‖x'_i − x_i‖² / mean_i ‖x_i‖², with x' = the edit of
+    ``iv`` (its own edit function and parameters, direction made unit) applied to ``x`` [N, F]
+    (the clean fitted final-token activations; in the model the edit also reaches the other
+    positions it is applied at). A fraction ≥ 0 of the activations' mean squared norm: how much
+    the edit removed (a cut of fraction f: f²·mean (x·u)² / mean ‖x‖²) or added (a δσ shift:
+    (δσ)² / mean ‖x‖²), not which of the two."""
+    xt = torch.as_tensor(np.asarray(x), dtype=torch.float64).flatten(1)
+    d = torch.as_tensor(iv.direction, dtype=torch.float64).flatten()
+    new = iv.edit(xt, d / d.norm())
+    return float((new - xt).pow(2).sum(1).mean() / xt.pow(2).sum(1).mean())

@@ -1,0 +1,191 @@
+"""The forward passes of a steering experiment: one clean pass, then edited passes that rerun
+only the layers from the first edited one on (:mod:`interp.layer_resume`, checked against a
+full pass on the first batch). Each edited pass gives up to three effects (:data:`EFFECTS`):
+
+* ``total``: the edited model's logits;
+* ``norm_frozen``: the same pass with the final norm's scale frozen at its clean value
+  (:mod:`interp.norm_freeze`), removing only the norm's rescaling;
+* ``direct_path``: downstream components held at their clean values (path patching): for one
+  edited layer ℓ, logits = unembed(final_norm(h + Δ)) at the final token, h the clean final
+  residual stream (``resid_post`` of the last layer) and Δ the edit's change of layer ℓ's
+  output into the residual stream at the final token (:func:`path_site`: ``attn_out.ℓ`` for an
+  attention site, since a value edit reaches later positions only through it). The model's own
+  final norm and output embedding are applied (checked to reproduce the clean logits).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ... import interp
+from ...interp.interventions import Intervention
+from ...interp.layer_resume import LayerInput, forward_from_layer, forward_recording, resume_error
+from ...interp.norm_freeze import final_norm_module, frozen_final_norm
+from ...interp.sites import HEAD_KINDS
+from ...windtunnel import PosteriorPrompts
+
+#: resumed clean logits must match the full pass to this relative error, else full passes run
+RESUME_RTOL = 1e-4
+#: the effects an edited pass can give, in order
+EFFECTS = ("total", "norm_frozen", "direct_path")
+
+
+def path_site(model: interp.InterpModel, site: str) -> str:
+    """The site whose change carries an edit at ``site`` out of its layer into the residual
+    stream: ``attn_out.ℓ`` for attention sites (q/k/v/z) and ``attn_out``, ``mlp_out.ℓ`` for
+    ``mlp_out``, the site itself for ``resid_pre``/``resid_post``."""
+    s = model.resolve_sites(site)[0]
+    if s.kind in HEAD_KINDS or s.kind == "attn_out":
+        return interp.site_name("attn_out", s.layer)
+    return s.name
+
+
+@dataclass
+class Chunk:
+    """One batch with what its edited passes reuse."""
+
+    rows: np.ndarray
+    cached: LayerInput
+    scale: torch.Tensor | None = None
+    final: torch.Tensor | None = None  # clean final residual at the last token [B, D]
+    path: torch.Tensor | None = None  # clean path-site output at the last token [B, D]
+
+
+@dataclass
+class PassOutput:
+    """One pass over every prompt: last-token ``logits`` [N, V] float32 and the final-token
+    site activations per edited layer [N, F]."""
+
+    logits: torch.Tensor
+    acts: dict[int, np.ndarray] = field(default_factory=dict)
+
+
+def _reader(store: list[torch.Tensor]) -> Any:
+    def fn(x: torch.Tensor) -> None:
+        store.append(x[:, -1].detach().float().flatten(1).cpu())  # left padding: last column
+    return fn
+
+
+class Runner:
+    """Clean pass, then edited passes resumed from the first edited layer. ``sites``: the
+    edited (and read) site per layer of ``layers``; ``direct_path`` needs a single layer."""
+
+    def __init__(self, model: interp.InterpModel, pp: PosteriorPrompts, sites: list[str],
+                 layers: list[int], *, batch_size: int, norm_frozen: bool, progress: bool,
+                 direct_path: bool = False):
+        if direct_path and len(layers) != 1:
+            raise ValueError("the direct-path effect is defined for one edited layer")
+        self.m, self.pp, self.layers, self.sites = model, pp, layers, sites
+        self.batch_size, self.norm_frozen, self.progress = batch_size, norm_frozen, progress
+        self.direct_path = direct_path
+        self.path = path_site(model, sites[0]) if direct_path else None
+        self.final = interp.site_name("resid_post", model.n_layers - 1)
+        self.start = min(layers)
+        self.chunks: list[Chunk] = []
+        self.resume_rel_error: float | None = None
+        #: each prompt's final-token position [N] (set by the clean pass)
+        self.last_positions = np.zeros(0, dtype=np.int64)
+        #: max |unembed(final_norm(h_clean)) − clean logits| / max |clean logits| (direct path)
+        self.head_rel_error: float | None = None
+        self.resumed = True
+
+    def _sites_hooks(self, stores: dict[int, list[torch.Tensor]]) -> list[tuple[str, Any]]:
+        return [(s, _reader(stores[L])) for s, L in zip(self.sites, self.layers, strict=True)]
+
+    def clean(self) -> PassOutput:
+        tokens, _ = self.m.encode(self.pp.prompts)
+        self.last_positions = np.array([len(t) - 1 for t in tokens])
+        order = np.argsort([len(t) for t in tokens], kind="stable")  # less padding per batch
+        stores: dict[int, list[torch.Tensor]] = {L: [] for L in self.layers}
+        scales: list[torch.Tensor] = []
+        logits: list[torch.Tensor] = []
+        bar = tqdm(total=len(tokens), desc="clean pass", unit="prompt",
+                   disable=not self.progress, leave=False)
+        finals: list[torch.Tensor] = []
+        paths: list[torch.Tensor] = []
+        hooks = self._sites_hooks(stores)
+        if self.norm_frozen:
+            hooks.append(("final_norm.scale", lambda s: scales.append(s.detach().float())))
+        if self.path is not None:
+            hooks += [(self.final, _reader(finals)), (self.path, _reader(paths))]
+        for i in range(0, len(order), self.batch_size):
+            rows = order[i:i + self.batch_size]
+            batch = self.m.batch([tokens[j] for j in rows], rows.tolist())
+            with self.m.hooks(hooks):
+                z, cached = forward_recording(self.m, batch, self.start, logits_to_keep=1)
+            logits.append(z[:, -1].float())
+            if self.path is not None and i == 0:
+                ref = z[:, -1].float().cpu()
+                self.head_rel_error = float((self.head(finals[-1]) - ref).abs().max()
+                                            / ref.abs().max().clamp(min=1e-12))
+            if i == 0:
+                self.resume_rel_error = resume_error(self.m, cached, z)
+                self.resumed = self.resume_rel_error <= RESUME_RTOL
+                if not self.resumed:
+                    warnings.warn(f"resuming at layer {self.start} changed the clean logits by "
+                                  f"{self.resume_rel_error:.2g} (relative); running full passes",
+                                  stacklevel=2)
+            self.chunks.append(Chunk(rows, cached, scales[-1] if self.norm_frozen else None,
+                                     finals[-1] if self.path else None,
+                                     paths[-1] if self.path else None))
+            bar.update(len(rows))
+        bar.close()
+        return self._assemble(logits, stores)
+
+    def _assemble(self, logits: list[torch.Tensor], stores: dict[int, list[torch.Tensor]],
+                  ) -> PassOutput:
+        rows = np.concatenate([c.rows for c in self.chunks])
+        inv = np.empty_like(rows)
+        inv[rows] = np.arange(rows.size)
+        z = torch.cat(logits)[torch.as_tensor(inv)]
+        acts = {L: torch.cat(v)[torch.as_tensor(inv)].numpy() for L, v in stores.items() if v}
+        return PassOutput(z, acts)
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """unembed(final_norm(h)) with the model's own modules: ``h`` [B, D] final-token
+        residual streams -> logits [B, V] (float32, CPU). Call outside hook contexts."""
+        norm, out = final_norm_module(self.m), self.m.hf.get_output_embeddings()
+        w = out.weight
+        with torch.no_grad():
+            return out(norm(h.to(w.device, w.dtype)[:, None]))[:, -1].float().cpu()
+
+    def edited(self, ivs: list[Intervention]) -> dict[str, PassOutput]:
+        """Effect name (:data:`EFFECTS`, those enabled) -> its pass, for one set of edits; every
+        pass carries the edited activations of the total pass."""
+        stores: dict[int, list[torch.Tensor]] = {L: [] for L in self.layers}
+        out: dict[str, list[torch.Tensor]] = {e: [] for e in EFFECTS}
+        paths: list[torch.Tensor] = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", interp.NilInterventionWarning)
+            with self.m.intervene(*ivs):
+                for c in self.chunks:
+                    hooks = self._sites_hooks(stores)
+                    if self.path is not None:
+                        hooks.append((self.path, _reader(paths)))
+                    with self.m.hooks(hooks):
+                        out["total"].append(self._run(c)[:, -1].float())
+                    if c.scale is not None:
+                        with frozen_final_norm(self.m, c.scale):
+                            out["norm_frozen"].append(self._run(c)[:, -1].float())
+        if self.path is not None:
+            for c, p in zip(self.chunks, paths, strict=True):
+                assert c.final is not None and c.path is not None
+                out["direct_path"].append(self.head(c.final + (p - c.path)))
+        total = self._assemble(out["total"], stores)
+        res = {"total": total}
+        for e in EFFECTS[1:]:
+            if out[e]:
+                res[e] = self._assemble(out[e], {})
+                res[e].acts = total.acts
+        return res
+
+    def _run(self, c: Chunk) -> torch.Tensor:
+        if self.resumed:
+            return forward_from_layer(self.m, c.cached, logits_to_keep=1)
+        return self.m.forward(c.cached.batch, logits_to_keep=1)

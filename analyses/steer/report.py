@@ -1,0 +1,258 @@
+"""Figures, tables, the terminal view and the HTML report of a steering experiment
+(:mod:`analyses.steer.run`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..kit.html import html_report
+from .passes import EFFECTS
+from .result import SteerResult
+from .scores import RELATIVE_METRICS
+from .stats import p_text, shortfalls
+
+#: (kind, metric, y label) panels of the dose–response figure
+PANELS = (
+    ("cut", "mae", "Δ calibration MAE (bits)"),
+    ("cut", "kl_clean", "KL(clean ‖ edited) (bits)"),
+    ("shift", "h_model", "Δ mean H_model (bits)"),
+    ("shift", "kl_bayes", "Δ KL(Bayes ‖ model) (bits)"),
+)
+
+
+def _change(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Overall rows of ``metric`` with ``change`` = value minus the clean value (or the value
+    itself for metrics already relative to the clean pass)."""
+    t = table[(table["metric"] == metric) & table["group"].isna()].copy()
+    clean = t[t["condition"] == "clean"]["value"]
+    ref = float(clean.iloc[0]) if metric not in RELATIVE_METRICS and len(clean) else 0.0
+    t["change"] = t["value"] - ref
+    return t[t["condition"] != "clean"]
+
+
+def dose_response(table: pd.DataFrame) -> go.Figure:
+    """Axis effect (each effect: total, norm_frozen, direct_path) against the control
+    directions' 5–95 % band, for the cut-fraction and shift-δ sweeps."""
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[p[2] for p in PANELS])
+    for i, (kind, metric, _label) in enumerate(PANELS):
+        r, c = divmod(i, 2)
+        t = _change(table, metric)
+        t = t[t["kind"] == kind]
+        if t.empty:
+            continue
+        for eff, dash in zip(EFFECTS, (None, "dot", "dash"), strict=True):
+            e = t[t["effect"] == eff]
+            if e.empty:
+                continue
+            null = e[e["direction"] != "axis"].groupby("param")["change"]
+            lo, hi = null.quantile(0.05), null.quantile(0.95)
+            xs = lo.index.to_numpy()
+            fig.add_scatter(x=np.r_[xs, xs[::-1]], y=np.r_[hi.to_numpy(), lo.to_numpy()[::-1]],
+                            fill="toself", line={"width": 0}, opacity=0.25,
+                            name=f"controls 5–95 % ({eff})", legendgroup=f"null-{eff}",
+                            showlegend=i == 0, row=r + 1, col=c + 1)
+            a = e[e["direction"] == "axis"].sort_values("param")
+            fig.add_scatter(x=a["param"], y=a["change"], mode="lines+markers",
+                            line={"dash": dash}, name=f"entropy axis ({eff})",
+                            legendgroup=f"axis-{eff}", showlegend=i == 0, row=r + 1, col=c + 1)
+        fig.update_xaxes(title_text="fraction removed" if kind == "cut" else "shift δ (σ)",
+                         row=r + 1, col=c + 1)
+    fig.update_layout(template="plotly_white", height=700)
+    return fig
+
+
+def per_group(table: pd.DataFrame, result: SteerResult) -> go.Figure:
+    """Mean model entropy per group (SULA: k) on the clean pass and under the headline axis
+    edits (total effect), with the exact Bayes entropy."""
+    g = result.group_name
+    fig = go.Figure()
+    clean = result.clean.per_group
+    ks = sorted(int(k) for k in clean)
+    fig.add_scatter(x=ks, y=[clean[str(k)].h_bayes for k in ks], name="exact Bayes",
+                    mode="lines+markers", line={"color": "black"})
+    fig.add_scatter(x=ks, y=[clean[str(k)].h_model for k in ks], name="model (clean)",
+                    mode="lines+markers")
+    metric = f"h_model_by_{g}"
+    for cond in ("cut+1", "keep_only", "shift-1", "shift+1"):
+        t = table[(table["condition"] == cond) & (table["direction"] == "axis")
+                  & (table["effect"] == "total") & (table["metric"] == metric)]
+        if not t.empty:
+            t = t.sort_values("group")
+            fig.add_scatter(x=t["group"].astype(int), y=t["value"], name=f"axis {cond}",
+                            mode="lines+markers", line={"dash": "dash"})
+    fig.update_layout(template="plotly_white", xaxis_title=g,
+                      yaxis_title="mean entropy over the hypotheses (bits)")
+    return fig
+
+
+def effects_view(effects: pd.DataFrame) -> pd.DataFrame:
+    """The effects table for reading: raw p (floor shown as "≤ 1/(n+1)"), its Holm adjustments,
+    the parametric z-test (labelled so), survival of the primary test and the energies moved."""
+    keep = ["d_mae", "d_corr", "d_kl_bayes", "d_h_model", "kl_clean", "top1_flip",
+            "d_axis_corr", "d_axis_proj_corr"]
+    e = effects[effects["metric"].isin(keep)].copy()
+    if e.empty:
+        return e
+    e["p"] = [p_text(p, n, f) for p, n, f in zip(e["p"], e["n_null"], e["at_floor"],
+                                                 strict=True)]
+    e = e.rename(columns={"p_z": "p_z (parametric)",
+                          "p_z_holm_primary": "p_z_holm_primary (parametric)"})
+    return e[["condition", "effect", "metric", "axis", "null_mean", "null_std", "p", "p_holm",
+              "primary", "p_holm_primary", "survives", "z", "p_z (parametric)",
+              "p_z_holm_primary (parametric)", "survives_parametric", "energy_axis",
+              "energy_null"]]
+
+
+NULL_TEXT = {"variance": "random directions orthogonal to the axis carrying its variance over "
+                         "the fitted activations",
+             "norm": "random directions orthogonal to the axis with its norm (not its "
+                     "variance: a top-variance axis moves more than they can)",
+             "pcs": "the other principal components of the standardised activations, "
+                    "orthogonalised against the axis"}
+EDIT_TEXT = {"readout": "the axis' raw-space readout direction",
+             "standardised": "the axis' standardised PC1 used as a raw direction (Paper III's "
+                             "code)"}
+
+
+def setup_text(r: SteerResult) -> str:
+    """What was edited, against which null, and how the p-values read (report and summary)."""
+    ratios = "; ".join(f"L{k} {v.variance_ratio_min:.2f}–{v.variance_ratio_max:.2f} (median "
+                       f"{v.variance_ratio_median:.2f}), mean |cos| between controls "
+                       f"{v.mean_abs_cos:.2f}" for k, v in r.controls.items())
+    vocab = ("next-token metrics (kl_clean, top1_flip, dh_next) read the hypothesis tokens "
+             "only, the logits a wind tunnel was trained on" if r.vocabulary == "hypotheses"
+             else "next-token metrics read the full vocabulary")
+    effects = ["total"] + (["norm_frozen: final-norm scale frozen at its clean value"]
+                           if r.norm_frozen else [])
+    if r.direct_path:
+        effects.append("direct_path: downstream components held clean (path patching)")
+    return (f"Edits along {EDIT_TEXT.get(r.edit_space, r.edit_space)} at "
+            f"{', '.join(r.sites)} ({r.positions} positions), against {r.n_random} controls "
+            f"per layer: {NULL_TEXT.get(r.null, r.null)}; control variance / axis variance: "
+            f"{ratios}. Energy = mean ‖x' − x‖² / mean ‖x‖² on the fitted activations. "
+            f"Effects: {'; '.join(effects)}. {vocab.capitalize()}. p = (1 + #{{|control| ≥ "
+            f"|axis|}}) / (n + 1), never below ≤ 1/{r.n_random + 1}; Holm over all tests "
+            f"(p_holm) and over the primary family, {r.primary}, one test per condition "
+            "(p_holm_primary); z against the controls with a parametric normal p (p_z). "
+            "axis_corr = corr(x'·u, H) cannot move under a cut (NaN after a full one); "
+            "axis_proj_corr is Paper III's read-out, corr(axis.project(x'), H). "
+            + control_caveats(r))
+
+
+def control_caveats(r: SteerResult) -> str:
+    """Plain warnings where the controls fall short of the null they stand for: variance not
+    matched (the variance null could not reach the axis' variance) or controls clustered."""
+    out = []
+    for k, c in r.controls.items():
+        unmatched, clustered = shortfalls(r.null, c)
+        if unmatched:
+            out.append(f"L{k}: no direction orthogonal to the axis carries its variance; the "
+                       f"controls carry {c.variance_ratio_median:.2f} of it, so they move less "
+                       "than the axis (compare the energies).")
+        if clustered:
+            out.append(f"L{k}: the controls are nearly one direction (mean |cos| "
+                       f"{c.mean_abs_cos:.2f}): their spread is small, so z and the parametric "
+                       "p overstate significance; read the effects against the energies.")
+    return " ".join(out)
+
+
+def write_report(path: Path, result: SteerResult, table: pd.DataFrame,
+                 effects: pd.DataFrame, manifest: dict[str, Any]) -> Path:
+    c = result.clean
+    intro = (f"{result.model} on {result.task} ({result.n_prompts} prompts). "
+             + setup_text(result) + f" Clean: calibration MAE {c.mae:.3f} bits, "
+             f"corr(H_model, H_Bayes) {_f(c.corr, 3)}, KL(Bayes ‖ model) {c.kl_bayes:.3f} "
+             "bits. " + survival_text(result) + "".join(f" Note: {n}" for n in result.notes))
+    return html_report(path, f"bayesgeom steer: {result.model}", [
+        ("Set-up", intro),
+        ("Dose–response against control directions", dose_response(table)),
+        (f"Entropy per {result.group_name}", per_group(table, result)),
+        ("Effects and p-values", effects_view(effects)),
+    ], manifest)
+
+
+def survival_text(s: SteerResult) -> str:
+    """Which conditions' primary test survives multiplicity adjustment, plainly."""
+    n = len(s.conditions)
+    floor = 1 / (s.n_random + 1)
+    perm = ", ".join(_signed(s, c) for c in s.survivors) or "none"
+    par = ", ".join(_signed(s, c) for c in s.survivors_parametric) or "none"
+    text = (f"Primary test {s.primary}, Holm over {n} condition(s) at 0.05: survives with "
+            f"the permutation p: {perm}; with the parametric z-test: {par}.")
+    if not s.parametric_reliable:
+        text += (" The parametric test is not interpretable here: the controls fall short of "
+                 "the null they stand for (see the caveats), so no effect is claimed from it.")
+    if floor * n > 0.05:
+        text += (f" (With {s.n_random} controls the smallest permutation p is 1/"
+                 f"{s.n_random + 1} = {floor:.3f}, and Holm over {n} needs ≤ {0.05 / n:.4f}: "
+                 "no permutation test can survive; use more controls.)")
+    return text
+
+
+def _signed(s: SteerResult, cond: str) -> str:
+    """A surviving condition with the direction of its difference: the tests are two-sided,
+    so an axis effect *smaller* than every control's survives too (the axis matters less)."""
+    stat = s.headline.get(cond, {}).get("total", {}).get("d_kl_bayes")
+    if stat is None or not np.isfinite(stat.z):
+        return cond
+    side = "larger" if abs(stat.axis) > abs(stat.null_mean) else "smaller"
+    return f"{cond} (|effect| {side} than the controls', z = {stat.z:+.1f})"
+
+
+def format_summary(s: SteerResult) -> str:
+    """A compact terminal table: per condition and effect, the axis effect on calibration MAE,
+    KL to the exact posterior and to the clean distribution (each with its raw p, "≤ 1/(n+1)"
+    at the floor), flips, the axis read-outs and the energy moved by the axis vs the controls;
+    then which primary tests survive adjustment."""
+    c = s.clean
+    head = (f"{s.model} · {s.task} · {s.n_prompts} prompts · sites {', '.join(s.sites)} · "
+            f"{s.n_random} {s.null} controls · edit {s.edit_space}"
+            + (" · next-token metrics on the hypothesis tokens only"
+               if s.vocabulary == "hypotheses" else "") + "\n"
+            f"clean: MAE {_f(c.mae)} bits, corr(H_model, H_Bayes) {_f(c.corr)}, "
+            f"KL(Bayes‖model) {_f(c.kl_bayes)} bits, axis corr "
+            + ", ".join(f"L{k} {_f(v)}" for k, v in c.axis_corr.items())
+            + "; control/axis variance " + ", ".join(
+                f"L{k} {v.variance_ratio_min:.2f}–{v.variance_ratio_max:.2f} (mean |cos| "
+                f"{v.mean_abs_cos:.2f})" for k, v in s.controls.items()))
+    lines = [head, f"{'condition':<12} {'effect':<11} {'ΔMAE bits (p)':>20} "
+             f"{'ΔKL→Bayes (p)':>20} {'KL→clean (p)':>20} {'flips':>6} {'Δaxis corr':>11} "
+             f"{'ΔP3 read-out':>12} {'energy axis/ctrl':>17}"]
+    for cond, effs in s.headline.items():
+        for eff, mets in effs.items():
+            def cell(k: str, mets: dict = mets) -> str:
+                r = mets.get(k)
+                if r is None:
+                    return "n/a"
+                return f"{_f(r.axis)} ({p_text(r.p, r.n_null, r.at_floor)})"
+
+            def val(k: str, mets: dict = mets) -> float | None:
+                return mets[k].axis if k in mets else None
+
+            any_stat = next(iter(mets.values()), None)
+            energy = (f"{_f(any_stat.energy_axis, 4)}/{_f(any_stat.energy_null, 4)}"
+                      if any_stat else "n/a")
+            lines.append(f"{cond:<12} {eff:<11} {cell('d_mae'):>20} {cell('d_kl_bayes'):>20} "
+                         f"{cell('kl_clean'):>20} {_f(val('top1_flip'), 2):>6} "
+                         f"{_f(val('d_axis_corr'), 2):>11} {_f(val('d_axis_proj_corr'), 2):>12}"
+                         f" {energy:>17}")
+    lines.append("P3 read-out: Paper III's corr(axis.project(x'), H); energy: mean ‖x'−x‖² / "
+                 "mean ‖x‖²; p: permutation against the controls, unadjusted.")
+    lines.append(survival_text(s))
+    caveats = control_caveats(s)
+    notes = [f"note: {n}" for n in s.notes]
+    return "\n".join([*lines, caveats, *notes] if caveats else [*lines, *notes])
+
+
+def _f(x: float | None, nd: int = 3) -> str:
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "n/a"
+    if nd == 3 and 0 < abs(x) < 5e-4:
+        return f"{x:+.1e}"  # effects below the printed precision stay visible
+    return f"{x:+.{nd}f}" if nd == 3 else f"{x:.{nd}f}"

@@ -1,0 +1,286 @@
+"""``bayesgeom steer``: is the entropy axis *used* by the model, or only a readout?
+
+On prompts with an exact Bayes posterior over a few hypothesis tokens (SULA for a pretrained LLM,
+the model's own task for a wind tunnel; :class:`windtunnel.PosteriorPrompts`):
+
+1. a clean pass records, at each chosen layer ℓ, the final-token activations x of the site
+   (``attn.ℓ.v`` by default), the model posterior (next token restricted to the hypotheses) and
+   what the edited passes reuse (:mod:`analyses.steer.passes`);
+2. per layer, the entropy axis is fitted to x and the model entropy
+   (:func:`probes.fit_entropy_axis`, PC1 of standardised activations by default, oriented so its
+   coordinate rises with entropy);
+   edits go along its unit direction u in ``edit_space`` -- the raw-space readout direction
+   (default; a full cut makes the axis coordinate constant) or, as in Paper III's code, the
+   standardised PC1 used as a raw direction -- with σ = std(x·u);
+3. each condition edits every chosen layer at once: ``cut`` x − f(x·u)u for each fraction f
+   (dose–response), ``keep_only`` (x·u)u, ``shift`` x + δσu for each δ; and the same edit along
+   ``n_random`` control directions per layer, orthogonal to u (``null``: ``variance``-matched
+   random directions by default, carrying Var(x·u); ``norm``-matched random ones; or the other
+   principal components ``pcs``; :mod:`analyses.steer.nulls`). Shifts move every direction by
+   the axis' δσ. The energy each edit moves, mean ‖x' − x‖² / mean ‖x‖² on x, is recorded for
+   the axis and every control;
+4. every pass is scored for its **total** effect, the **norm_frozen** effect (final norm's scale
+   frozen at its clean value, :mod:`interp.norm_freeze`) and, with ``direct_path`` (one layer
+   only), the **direct_path** effect (downstream components held clean); metrics in
+   :mod:`analyses.steer.scores` -- a wind tunnel's next-token metrics read only its trained
+   hypothesis logits;
+5. per condition, effect and metric, the axis effect is compared with its controls
+   (:func:`probes.null_test`: p = (1 + #{|null| ≥ |effect|}) / (n + 1), floor 1/(n + 1)), Holm-
+   adjusted over all tests and over the declared primary family (ΔKL(Bayes ‖ model), total
+   effect, one per condition), with a parametric z-test beside it (:mod:`analyses.steer.stats`).
+
+Each finished condition is a part (:class:`records.Parts`) under ``parts/``; a rerun with the
+same configuration, model and prompts resumes from there.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ... import interp
+from ...interp.sites import VECTOR_KINDS
+from ...probes import AxisProvenance, fit_entropy_axis, prompt_set_hash
+from ...records import Parts, fingerprint, option
+from ...windtunnel import PosteriorPrompts, TaskConfigError
+from ...windtunnel.sula import ALPHA, KS
+from ..kit.errors import ExperimentError
+from ..kit.models import open_model
+from ..kit.options import comma_floats, comma_ints
+from ..kit.out_dirs import claim
+from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded
+from ..kit.writer import write_run
+from ..prompts.sula import model_posterior_prompts
+from .nulls import EDIT_SPACES, NULLS, LayerAxis, edit_directions, edit_energy
+from .passes import EFFECTS, Runner
+from .result import AxisInfo, CleanScores, ControlSet, EffectStat, Resume, SteerResult
+from .scores import CleanRef, PassScores, conditions, energy_rows, score, tidy
+from .stats import (
+    PRIMARY_EFFECT,
+    PRIMARY_METRIC,
+    confound_notes,
+    effects_table,
+    parametric_reliable,
+)
+
+
+@dataclass
+class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
+                  experiment="steer", batch_size=32):
+    """One steering experiment (the CLI derives its options from this)."""
+
+    task: str | None = option(None, "sula for a text model (default); a wind-tunnel run's own "
+                                    "task (default: the run's)")
+    site: str = option("attn.v", "site kind edited at each layer (attn.v: the values)",
+                       choices=VECTOR_KINDS)
+    layers: tuple[int, ...] = option((-1,), "edited layers, e.g. -1 or 8,12,16,20,23 (each "
+                                            "its own axis)", parse=comma_ints)
+    positions: str = option("all", "edit every real token, or the last one",
+                            choices=("all", "last"))
+    axis_method: str = option("pc1", "how the entropy axis is fitted",
+                              choices=("pc1", "ridge", "mean_difference"))
+    cut_fractions: tuple[float, ...] = option((0.25, 0.5, 0.75, 1.0), "fractions of the axis "
+                                              "component removed", flag="--cut",
+                                              parse=comma_floats, min=0.0, max=2.0)
+    keep_only: bool = option(True, "the keep-only condition", negate="--no-keep-only")
+    shift_deltas: tuple[float, ...] = option((-2.0, -1.0, 1.0, 2.0), "shifts δ in units of σ",
+                                             flag="--shift", parse=comma_floats)
+    n_random: int = option(20, "control directions per layer", min=1)
+    null: str = option("variance", "control directions: random with the axis' variance over "
+                       "the fitted activations, random with its norm, or the other PCs",
+                       choices=NULLS)
+    edit_space: str = option("readout", "edit along the axis' raw-space readout direction, or "
+                             "(Paper III's code) its standardised PC1 as a raw direction",
+                             choices=EDIT_SPACES)
+    norm_frozen: bool = option(True, "the norm-frozen effect (final-norm scale frozen)",
+                               negate="--no-norm-frozen")
+    direct_path: bool = option(False, "the direct-path effect (downstream components held "
+                               "clean; one edited layer)")
+    n_per_k: int = option(50, "SULA prompts per k", min=1)
+    sula_seed: int = option(42, "seed of the SULA draws", cli=False)
+    labels: tuple[str, str] | None = option(None, "SULA label pair, e.g. lug,mip")
+    n_prompts: int = option(250, "wind-tunnel prompts", min=3)
+
+    def check(self) -> None:
+        super().check()
+        if not self.layers:
+            raise ExperimentError("give at least one layer")
+        if not (self.cut_fractions or self.keep_only or self.shift_deltas):
+            raise ExperimentError("no condition to run: give cut fractions, shift deltas or "
+                                  "keep-only")
+        if 0.0 in self.cut_fractions:
+            raise ExperimentError("cut fractions must be in (0, 2]; 0 is the clean run")
+        if 0.0 in self.shift_deltas:
+            raise ExperimentError("shift deltas must be finite and non-zero (δ = 0 is the clean "
+                                  "run)")
+        if self.direct_path and len(self.layers) != 1:
+            raise ExperimentError("the direct-path effect is defined for one edited layer (with "
+                             "several, each layer's edit also reaches the others through the "
+                             "residual stream); give one layer or drop --direct-path")
+
+
+# ---------------------------------------------------------------- prompts
+def posterior_prompts(cfg: SteerConfig, model: interp.InterpModel) -> PosteriorPrompts:
+    """The experiment's prompts: SULA (main condition) for a text model, the model's own task
+    for a wind tunnel."""
+    try:
+        return model_posterior_prompts(model, task=cfg.task, n_prompts=cfg.n_prompts,
+                                       seed=cfg.seed, labels=cfg.labels, n_per_k=cfg.n_per_k,
+                                       sula_seed=cfg.sula_seed, ks=KS, alpha=ALPHA)
+    except TaskConfigError as e:
+        raise ExperimentError(str(e)) from e
+
+
+#: the direct path needs logits = unembed(final_norm(final residual)) to this relative error
+HEAD_RTOL = 1e-4
+
+
+def fit_axes(acts: dict[int, np.ndarray], h: np.ndarray, sites: list[str], layers: list[int],
+             model: interp.InterpModel, pp: PosteriorPrompts, cfg: SteerConfig,
+             out: Path) -> dict[int, LayerAxis]:
+    """Per layer, the entropy axis of the clean activations (saved under ``out/axes``) with its
+    edit direction in ``cfg.edit_space`` and σ."""
+    reads = {}
+    for L, site in zip(layers, sites, strict=True):
+        x = acts[L].astype(np.float64)
+        prov = AxisProvenance(model=model.info.name, revision=model.info.revision, site=site,
+                              layer=L, prompt_set=pp.name,
+                              prompt_set_hash=prompt_set_hash([str(p) for p in pp.prompts]),
+                              target="model posterior entropy over the hypotheses (bits)")
+        ax = fit_entropy_axis(x, h, method=cfg.axis_method, provenance=prov,  # type: ignore[arg-type]
+                              seed=cfg.seed)
+        ax.save(out / "axes" / f"L{L}")
+        reads[L] = LayerAxis.of(ax, x, cfg.edit_space)
+    return reads
+
+
+# ---------------------------------------------------------------- run
+def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
+              prompts: PosteriorPrompts | None = None) -> SteerResult:
+    """Run the experiment (module doc); write table/effects/summary/manifest/report under
+    ``cfg.out`` and return the typed result."""
+    cfg.check()
+    t0 = time.perf_counter()
+    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
+                                                   allow_pickle=cfg.allow_pickle)
+    if m.info.backend != "hf":
+        raise ExperimentError("steering needs the 'hf' backend (hooks on the HF modules)")
+    try:
+        layers = interp.resolve_layers(cfg.layers, m.n_layers)
+    except interp.InterpError as e:
+        raise ExperimentError(str(e)) from None
+    pp = prompts if prompts is not None else posterior_prompts(cfg, m)
+    vocab = pp.hyp_ids if m.task is not None else None  # a wind tunnel: trained logits only
+    with claim(cfg, m) as rd:
+        fp = fingerprint(rd.settings, [str(p) for p in pp.prompts], pp.bayes.round(12))
+        result = _steer(cfg, m, layers, pp, vocab, fp, t0)
+        rd.finish()
+    return result
+
+
+def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: PosteriorPrompts,
+           vocab: Any, fp: str, t0: float) -> SteerResult:
+    out = Path(cfg.out)
+
+    sites = [interp.site_name(cfg.site, L) for L in layers]
+    runner = Runner(m, pp, sites, layers, batch_size=cfg.batch_size, norm_frozen=cfg.norm_frozen,
+                    direct_path=cfg.direct_path, progress=cfg.progress)
+    clean_out = runner.clean()
+    if runner.head_rel_error is not None and runner.head_rel_error > HEAD_RTOL:
+        raise ExperimentError(f"the direct path needs logits = output embedding(final norm(final "
+                         f"residual)); on this model they differ by {runner.head_rel_error:.2g} "
+                         "(relative), so drop --direct-path")
+    t_clean = time.perf_counter() - t0
+    clean, h_clean = score(clean_out, pp, {}, None, vocab)
+    reads = fit_axes(clean_out.acts, h_clean, sites, layers, m, pp, cfg, out)
+    clean.read_axes(clean_out.acts, h_clean, reads)
+    ref = CleanRef.of(clean_out, vocab)
+    try:
+        directions = edit_directions(reads, clean_out.acts, cfg.null, cfg.n_random, cfg.seed)
+    except ValueError as e:
+        raise ExperimentError(str(e)) from None
+    sigmas = [reads[L].sigma for L in layers]
+
+    parts = Parts(out / "parts")
+    rows = tidy(clean, "clean", "clean", float("nan"), "none", "clean", pp.group_name)
+    conds = conditions(cfg.cut_fractions, cfg.keep_only, cfg.shift_deltas)
+    bar = tqdm(total=len(conds) * len(directions), desc="edited passes", unit="pass",
+               disable=not cfg.progress)
+    reused = 0
+    for cond in conds:
+        hit = parts.get(cond.key, fp)
+        if hit is not None:
+            rows += hit["table"].to_dict("records")
+            bar.update(len(directions))
+            reused += 1
+            continue
+        crow: list[dict] = []
+        for dname, dirs in directions:
+            ivs = cond.interventions(sites, dirs, sigmas, cfg.positions)
+            crow += energy_rows({L: edit_energy(clean_out.acts[L], iv)
+                                 for L, iv in zip(layers, ivs, strict=True)}, cond, dname)
+            for eff, po in runner.edited(ivs).items():
+                s, _ = score(po, pp, reads, ref, vocab)
+                crow += tidy(s, cond.key, cond.kind, cond.param, dname, eff, pp.group_name)
+            bar.update(1)
+        parts.put(cond.key, fp, table=pd.DataFrame(crow))
+        rows += crow
+    bar.close()
+
+    table = pd.DataFrame(rows)
+    for col in ("group", "layer"):
+        table[col] = table[col].astype("Int64")
+    effects = effects_table(table, layers[-1])
+    effs = [e for e, on in zip(EFFECTS, (True, cfg.norm_frozen, cfg.direct_path), strict=True)
+            if on]
+    primary = effects[effects["primary"]] if len(effects) else effects
+    controls = {str(L): ControlSet.of(directions.ratios[L], directions.mean_abs_cos[L])
+                for L in layers}
+    result = SteerResult(
+        model=m.info.name, model_info=m.info, task=pp.name, n_prompts=len(pp),
+        group_name=pp.group_name, layers=layers, sites=sites, positions=cfg.positions,
+        n_random=cfg.n_random, norm_frozen=cfg.norm_frozen, direct_path=cfg.direct_path,
+        null=cfg.null, edit_space=cfg.edit_space,
+        vocabulary="hypotheses" if vocab is not None else "full", fingerprint=fp,
+        resume=Resume(runner.start, runner.resumed, runner.resume_rel_error),
+        axes={str(L): AxisInfo(r.axis.method, r.axis.pearson, r.axis.spearman,
+                               r.axis.explained_variance_ratio, r.sigma, r.axis.dim)
+              for L, r in reads.items()},
+        controls=controls, clean=_clean(clean),
+        conditions=[c.key for c in conds],
+        headline={c.key: {e: _headline(effects, c.key, e) for e in effs} for c in conds},
+        primary=f"{PRIMARY_METRIC} ({PRIMARY_EFFECT} effect)",
+        survivors=[str(c) for c in primary[primary["survives"]]["condition"]],
+        survivors_parametric=[str(c) for c in
+                              primary[primary["survives_parametric"]]["condition"]],
+        parametric_reliable=parametric_reliable(cfg.null, controls),
+        notes=confound_notes(runner.last_positions, pp.h_bayes_bits, cfg.seed),
+        wall_s=round(time.perf_counter() - t0, 2), clean_pass_s=round(t_clean, 2),
+        reused_conditions=reused)
+    from .report import write_report
+
+    prompts = pp.table().assign(h_model_clean_bits=h_clean,
+                                **{f"axis_L{L}": clean_out.acts[L] @ reads[L].unit
+                                   for L in layers})
+    write_run(cfg, result, model=m, fingerprint=fp,
+              tables={"table.parquet": table, "effects.parquet": effects,
+                      "prompts.parquet": prompts},
+              report=lambda path, manifest: write_report(path, result, table, effects, manifest))
+    return result
+
+
+def _clean(s: PassScores) -> CleanScores:
+    return CleanScores(s.cal.mae, s.cal.corr, s.kl_bayes, s.cal.h_model,
+                       {str(k): v for k, v in s.axis_corr.items()}, s.per_group,
+                       {str(k): v for k, v in s.axis_proj_corr.items()})
+
+
+def _headline(effects: pd.DataFrame, cond: str, effect: str) -> dict[str, EffectStat]:
+    sel = effects[(effects["condition"] == cond) & (effects["effect"] == effect)]
+    return {r["metric"]: EffectStat.of(r) for r in sel.to_dict("records")}

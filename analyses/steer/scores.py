@@ -1,0 +1,174 @@
+"""Scoring a steering experiment: the edit conditions and the metrics of one pass.
+
+Metrics (bits): calibration MAE |H_model − H_Bayes| and Pearson corr(H_model, H_Bayes), overall
+and per group (SULA: k; wind tunnel: prediction index q); KL(Bayes ‖ model) -- the distance to
+the exact posterior; mean H_model; the next-token distribution's ΔH (``dh_next``), KL(clean ‖
+edited) (``kl_clean``) and top-1 flip rate (``top1_flip``) -- over the full vocabulary for a text
+model, over the hypothesis tokens only (renormalised) for a wind tunnel, whose training never
+constrained the other logits; and, at each edited layer, on the edited activations x':
+``axis_corr`` = corr(x'·u, H_model) along the edit direction u (a cut cannot move it: NaN after
+a full cut) and ``axis_proj_corr`` = corr(axis.project(x'), H_model), Paper III's read-out in
+the standardised space the axis was fitted in (:mod:`analyses.steer.nulls`). ``edit_energy``
+rows (effect ``"edit"``) give the energy each edit moved per layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ...infotheory import (
+    Calibration,
+    calibration,
+    calibration_by_group,
+    entropy_bits_from_logits,
+    entropy_bits_from_probs,
+    kl_bits,
+    kl_bits_from_logprobs,
+)
+from ...interp import edits
+from ...interp.interventions import DirectionEdit
+from ...windtunnel import PosteriorPrompts
+from ..kit.posteriors import model_posterior
+from .nulls import LayerAxis
+from .passes import PassOutput
+
+#: metrics compared against the null as their change from the clean pass (``d_<metric>``) ...
+DELTA_METRICS = ("mae", "corr", "kl_bayes", "h_model", "axis_corr", "axis_proj_corr")
+#: ... and those already measured relative to it
+RELATIVE_METRICS = ("kl_clean", "top1_flip", "dh_next")
+#: per-layer metrics (the effects table reads them at the last edited layer)
+LAYER_METRICS = ("axis_corr", "axis_proj_corr")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One edit: ``kind`` in {cut, keep_only, shift} with its ``param`` (fraction removed, δ in
+    σ, or NaN)."""
+
+    kind: str
+    param: float
+
+    @property
+    def key(self) -> str:
+        return self.kind if np.isnan(self.param) else f"{self.kind}{self.param:+g}"
+
+    def interventions(self, sites: Sequence[str], dirs: Sequence[torch.Tensor],
+                      sigmas: Sequence[float], positions: str) -> list[DirectionEdit]:
+        """One :class:`interp.DirectionEdit` per edited site (shifts move δ·σ of that layer)."""
+        out: list[DirectionEdit] = []
+        for s, d, sg in zip(sites, dirs, sigmas, strict=True):
+            if self.kind == "cut":
+                out.append(DirectionEdit(s, d, edits.project_out, fraction=self.param,
+                                         positions=positions))
+            elif self.kind == "keep_only":
+                out.append(DirectionEdit(s, d, edits.keep_only, positions=positions))
+            else:
+                out.append(DirectionEdit(s, d, edits.shift, amount=self.param * sg,
+                                         positions=positions))
+        return out
+
+
+def conditions(cut_fractions: Sequence[float], keep_only: bool,
+               shift_deltas: Sequence[float]) -> list[Condition]:
+    out = [Condition("cut", float(f)) for f in cut_fractions]
+    if keep_only:
+        out.append(Condition("keep_only", float("nan")))
+    return out + [Condition("shift", float(d)) for d in shift_deltas]
+
+
+def scored_logits(logits: torch.Tensor, vocab: np.ndarray | None) -> torch.Tensor:
+    """The logits the next-token metrics read, float64: all of ``logits`` [N, V], or only the
+    columns ``vocab`` [N, K] of each row (a wind tunnel's hypothesis tokens) -> [N, K]."""
+    z = logits.detach().to("cpu", torch.float64)
+    if vocab is None:
+        return z
+    return z.gather(1, torch.as_tensor(np.asarray(vocab), dtype=torch.long))
+
+
+@dataclass
+class CleanRef:
+    """What edited passes are compared with: the clean pass's log-probs, next-token entropy
+    and top-1 column over the scored vocabulary (:func:`scored_logits`)."""
+
+    logp: torch.Tensor
+    h_next: np.ndarray
+    top1: np.ndarray
+
+    @classmethod
+    def of(cls, out: PassOutput, vocab: np.ndarray | None = None) -> CleanRef:
+        z = scored_logits(out.logits, vocab)
+        return cls(torch.log_softmax(z, -1), entropy_bits_from_logits(z).numpy(),
+                   z.argmax(-1).numpy())
+
+
+@dataclass
+class PassScores:
+    """The metrics of one pass (bits; see the module doc); the per-layer read-outs are keyed by
+    layer."""
+
+    cal: Calibration
+    kl_bayes: float
+    per_group: dict[str, Calibration]
+    axis_corr: dict[int, float] = field(default_factory=dict)
+    axis_proj_corr: dict[int, float] = field(default_factory=dict)
+    kl_clean: float = 0.0
+    top1_flip: float = 0.0
+    dh_next: float = 0.0
+
+    def value(self, metric: str) -> float:
+        if metric in ("mae", "corr", "h_model"):
+            return getattr(self.cal, metric)
+        return getattr(self, metric)
+
+    def read_axes(self, acts: dict[int, np.ndarray], h: np.ndarray,
+                  reads: dict[int, LayerAxis]) -> None:
+        """Fill ``axis_corr`` and ``axis_proj_corr`` from activations [N, F] per layer."""
+        for L, la in reads.items():
+            if L in acts:
+                self.axis_corr[L] = la.coordinate_corr(acts[L], h)
+                self.axis_proj_corr[L] = la.projection_corr(acts[L], h)
+
+
+def score(out: PassOutput, pp: PosteriorPrompts, reads: dict[int, LayerAxis],
+          clean: CleanRef | None, vocab: np.ndarray | None = None,
+          ) -> tuple[PassScores, np.ndarray]:
+    """Metrics of one pass and its model entropies [N] (bits). ``reads``: the axes read on the
+    pass's activations; ``vocab``: the columns the next-token metrics read (None: all)."""
+    p = model_posterior(out.logits, pp.hyp_ids)
+    h = entropy_bits_from_probs(p)
+    s = PassScores(calibration(h, pp.h_bayes_bits), float(kl_bits(pp.bayes, p).mean()),
+                   calibration_by_group(h, pp.h_bayes_bits, pp.group))
+    s.read_axes(out.acts, h, reads)
+    if clean is not None:
+        z = scored_logits(out.logits, vocab)
+        s.kl_clean = float(kl_bits_from_logprobs(clean.logp, torch.log_softmax(z, -1)).mean())
+        s.top1_flip = float((z.argmax(-1).numpy() != clean.top1).mean())
+        s.dh_next = float((entropy_bits_from_logits(z).numpy() - clean.h_next).mean())
+    return s, h
+
+
+def tidy(s: PassScores, condition: str, kind: str, param: float, direction: str, effect: str,
+         group_name: str) -> list[dict]:
+    """Long rows (condition, kind, param, direction, effect, metric, group, layer, value)."""
+    base = {"condition": condition, "kind": kind, "param": param, "direction": direction,
+            "effect": effect}
+    rows = [base | {"metric": k, "group": None, "layer": None, "value": float(s.value(k))}
+            for k in ("mae", "corr", "kl_bayes", "h_model", "kl_clean", "top1_flip", "dh_next")]
+    for m in LAYER_METRICS:
+        rows += [base | {"metric": m, "group": None, "layer": int(L), "value": v}
+                 for L, v in getattr(s, m).items()]
+    for g, st in s.per_group.items():
+        rows += [base | {"metric": f"{m}_by_{group_name}", "group": int(g), "layer": None,
+                         "value": float(getattr(st, m))} for m in ("mae", "corr", "h_model")]
+    return rows
+
+
+def energy_rows(energies: dict[int, float], condition: Condition, direction: str) -> list[dict]:
+    """``edit_energy`` rows (effect ``"edit"``), one per edited layer."""
+    return [{"condition": condition.key, "kind": condition.kind, "param": condition.param,
+             "direction": direction, "effect": "edit", "metric": "edit_energy", "group": None,
+             "layer": int(L), "value": float(e)} for L, e in energies.items()]

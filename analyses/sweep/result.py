@@ -1,0 +1,34 @@
+"""The typed result of ``bayesgeom sweep``: its ``summary.json`` is the serialisation of it
+(:func:`records.write_result`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class SweepCell:
+    """One run of a sweep: where it is and how it ended (``trained``, ``reused``, ``failed``)."""
+
+    name: str
+    task: str
+    arch: str
+    preset: str
+    seed: int
+    status: str
+    error: str | None = None
+
+
+@dataclass
+class SweepResult:
+    """A sweep: its cells and, per (task, arch, preset) and metric, n, mean, sd and the 95 %
+    t-interval of the mean over seeds (``aggregate``, the rows of ``aggregate.parquet``)."""
+
+    cells: list[SweepCell]
+    aggregate: list[dict[str, Any]]
+    reused: int
+    trained: int
+    failed: int
+    backend: str
+    wall_s: float

@@ -1,0 +1,313 @@
+"""``bayesgeom sweep``: a grid of wind-tunnel training runs (tasks × archs × presets × seeds),
+each an ordinary run directory, aggregated into mean, sd and a 95 % t-interval per cell.
+
+Cells live in ``out/cells/<task>-<arch>-<preset>-s<seed>/`` and are trained with
+:func:`windtunnel.training.train`, so each one is held by one writer, resumes where it was
+interrupted and is verified (checksums) before its metrics are reused. Before submitting a cell
+the sweep reads its ``run.json``: a cell already finished with the same settings is not
+submitted at all (a rerun does no work); an unfinished one resumes. A cell that fails is
+recorded with its one-line error and the others go on; the command exits 1 if any failed.
+
+Backends:
+
+* ``local`` (default): a pool of ``--workers`` processes on this machine (spawned, each with
+  ``cpu_count // workers`` torch threads), no server needed;
+* ``submitit``: Slurm job arrays through ``submitit`` (``pip install submitit``); where no Slurm
+  is found it runs the cells as local subprocesses (its own local executor), which is how it is
+  tested here.
+
+Writes ``cells.parquet`` (one row per cell: metrics, parameters, wall time, status, error),
+``aggregate.parquet`` (tidy: task, arch, preset, metric, n, mean, sd, ci_low, ci_high),
+``summary.json``, ``manifest.json``, ``run.json`` and ``report.html``.
+
+Example:
+    >>> cfg = SweepConfig(tasks=("bijection",), archs=("transformer",), seeds=(0, 1))
+    >>> [c.name for c in cells(cfg)]
+    ['bijection-transformer-small-s0', 'bijection-transformer-small-s1']
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ...records import BayesgeomError, finished_with, json_safe, option, same_option
+from ...windtunnel import TASKS, TokenTask
+from ...windtunnel.architectures import ARCHS
+from ...windtunnel.training import TrainConfig
+from ...windtunnel.transformer import TRANSFORMER_PRESETS
+from ..kit.errors import ExperimentError
+from ..kit.out_dirs import claim
+from ..kit.run_options import RunOptions
+from ..kit.writer import write_run
+from .evals import cached, check_overrides, evaluate_overrides, metric_names
+from .result import SweepCell, SweepResult
+
+BACKENDS = ("local", "submitit")
+#: the metrics aggregated per cell (TrainResult's report, plus size and time)
+METRICS = ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "tvd", "accuracy",
+           "params", "steps", "wall_s")
+
+
+def json_object(text: str, value: type = dict, example: str = '{"hmm": {"K": 20}}',
+                ) -> dict[str, Any]:
+    """A JSON object of ``value`` entries from the command line (``--task-params``)."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg}): {text!r}") from None
+    if not isinstance(obj, dict) or not all(isinstance(v, value) for v in obj.values()):
+        raise argparse.ArgumentTypeError(f"expected an object of {value.__name__}s such as "
+                                         f"{example}, got {text!r}")
+    return obj
+
+
+def json_lists(text: str) -> dict[str, Any]:
+    """A JSON object of lists from the command line (``--eval-params``)."""
+    return json_object(text, list, '{"hmm": [{"K": 30}, {"K": 50}]}')
+
+
+
+@dataclass
+class SweepConfig(RunOptions, experiment="sweep"):
+    """The grid and the training settings every cell shares."""
+
+    tasks: tuple[str, ...] = option(("bijection",), "token tasks (bijection, hmm, ...)")
+    archs: tuple[str, ...] = option(("transformer",), "architectures (transformer, "
+                                    "mlp-position, mlp-flat, ...)")
+    presets: tuple[str, ...] = option(("small",), "model sizes")
+    seeds: tuple[int, ...] = option((0, 1, 2), "seeds (one run each)", min=0)
+    steps: int = same_option(TrainConfig, "steps", 2000)
+    max_minutes: float | None = same_option(TrainConfig, "max_minutes")
+    batch_size: int = same_option(TrainConfig, "batch_size")
+    lr: float = same_option(TrainConfig, "lr")
+    eval_every: int = same_option(TrainConfig, "eval_every")
+    eval_size: int = same_option(TrainConfig, "eval_size")
+    device: str | None = same_option(TrainConfig, "device")
+    task_params: dict[str, dict[str, Any]] = option(
+        None, "per task, its parameters as JSON, e.g. '{\"hmm\": {\"K\": 20}}'",
+        factory=dict, parse=json_object, metavar="JSON")
+    eval_params: dict[str, list[dict[str, Any]]] = option(
+        None, "per task, extra held-out evaluations of each trained cell at changed task "
+        "parameters, as JSON, e.g. '{\"hmm\": [{\"K\": 30}, {\"K\": 50}]}'",
+        factory=dict, parse=json_lists, metavar="JSON")
+    backend: str = option("local", "where cells run: a local process pool, or submitit "
+                          "(Slurm job arrays; local subprocesses without Slurm)",
+                          choices=BACKENDS, identity=False)
+    workers: int = option(1, "cells run at once (local backend; submitit: array parallelism)",
+                          min=1, identity=False)
+
+    def check(self) -> None:
+        super().check()
+        for name, values, known in (("tasks", self.tasks, TASKS), ("archs", self.archs, ARCHS),
+                                    ("presets", self.presets, TRANSFORMER_PRESETS)):
+            if not values:
+                raise ExperimentError(f"give at least one of {name}")
+            bad = [v for v in values if v not in known]
+            if bad:
+                raise ExperimentError(f"unknown {name} {', '.join(bad)}; available: "
+                                 f"{', '.join(sorted(known))}")
+        text = [t for t in self.tasks if not issubclass(TASKS[t].cls, TokenTask)]
+        if text:
+            raise ExperimentError(f"{', '.join(text)} is a text task; a sweep trains token tasks")
+        if not self.seeds:
+            raise ExperimentError("give at least one seed")
+        for name in ("task_params", "eval_params"):
+            extra = sorted(set(getattr(self, name)) - set(self.tasks))
+            if extra:
+                raise ExperimentError(f"{name} for {', '.join(extra)}, which is not in tasks")
+        for task, overrides in self.eval_params.items():
+            bad = check_overrides(task, self.task_params.get(task, {}), overrides)
+            if bad:
+                raise ExperimentError(bad[0])
+
+    def extra_metrics(self) -> list[str]:
+        """The columns the extra evaluations add (``entropy_mae_bits@K=50`` ...)."""
+        return list(dict.fromkeys(n for t in self.tasks
+                                  for n in metric_names(self.eval_params.get(t, []))))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the grid: its name, folder and training configuration."""
+
+    task: str
+    arch: str
+    preset: str
+    seed: int
+    train: TrainConfig = field(compare=False)
+    #: task-parameter overrides of the extra held-out evaluations (:mod:`analyses.sweep.evals`)
+    evals: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+
+    @property
+    def name(self) -> str:
+        return f"{self.task}-{self.arch}-{self.preset}-s{self.seed}"
+
+
+def cells(cfg: SweepConfig) -> list[Cell]:
+    """The grid in task, arch, preset, seed order, with each cell's TrainConfig."""
+    out = []
+    for task in cfg.tasks:
+        for arch in cfg.archs:
+            for preset in cfg.presets:
+                for seed in cfg.seeds:
+                    tc = TrainConfig(task=task, task_params=dict(cfg.task_params.get(task, {})),
+                                     arch=arch, preset=preset, steps=cfg.steps, seed=seed,
+                                     batch_size=cfg.batch_size, lr=cfg.lr,
+                                     eval_every=cfg.eval_every, eval_size=cfg.eval_size,
+                                     ckpt_every=max(1, min(1000, cfg.steps)),
+                                     warmup_steps=min(300, cfg.steps // 10),
+                                     max_minutes=cfg.max_minutes, device=cfg.device)
+                    out.append(Cell(task, arch, preset, seed, tc,
+                                    tuple(cfg.eval_params.get(task, []))))
+    return out
+
+
+# ---------------------------------------------------------------- one cell
+def _threads(workers: int) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
+def run_cell(train_cfg: dict[str, Any], out: str,
+             evals: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+    """Train (or resume) one cell in ``out``, then run its extra evaluations; the row of its
+    metrics. Runs in a worker."""
+    from ...windtunnel.training import train
+
+    cfg = TrainConfig.from_json(train_cfg)
+    res = train(cfg, out, progress=False)
+    assert res.report is not None
+    rep = res.report.to_dict()
+    extra = evaluate_overrides(Path(out), cfg.task, cfg.settings(cfg.validate())["task_params"],
+                               cfg.seed, cfg.final_eval_size, list(evals))
+    return {**{k: rep[k] for k in METRICS if k in rep}, "params": res.params,
+            "steps": res.steps_done, "wall_s": res.wall_s, "stop_reason": res.stop_reason,
+            **extra}
+
+
+def finished_row(cell: Cell, out: Path) -> dict[str, Any] | None:
+    """The metrics of a cell already finished in ``out`` with the same settings (verified by
+    its checksums), else None: such a cell is not submitted again."""
+    from ...windtunnel.runs import EXPERIMENT, read_finished
+
+    rec = finished_with(out, EXPERIMENT, cell.train.settings(cell.train.validate()))
+    if rec is None:
+        return None
+    extra = cached(out, list(cell.evals))
+    if extra is None:  # evaluated again in a worker (training itself is reused there)
+        return None
+
+    summary, _ = read_finished(out)
+    return {**{k: summary.get(k) for k in METRICS}, "steps": rec.get("steps_done"),
+            "wall_s": rec.get("wall_s"), "stop_reason": rec.get("stop_reason"), **extra}
+
+
+# ---------------------------------------------------------------- backends
+def _local(jobs: list[tuple[Cell, Path]], workers: int) -> Iterator[tuple[Cell, Callable]]:
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_threads,
+                             initargs=(workers,)) as pool:
+        futs: dict[Future, Cell] = {pool.submit(run_cell, c.train.to_json(), str(p), c.evals): c
+                                    for c, p in jobs}
+        for f in as_completed(futs):
+            yield futs[f], f.result
+
+
+def _submitit(jobs: list[tuple[Cell, Path]], workers: int, folder: Path,
+              ) -> Iterator[tuple[Cell, Callable]]:
+    try:
+        import submitit
+    except ImportError:
+        raise ExperimentError("the submitit backend needs submitit: pip install submitit") from None
+    ex = submitit.AutoExecutor(folder=folder)
+    ex.update_parameters(timeout_min=24 * 60, slurm_array_parallelism=workers)
+    submitted = ex.map_array(run_cell, [c.train.to_json() for c, _ in jobs],
+                             [str(p) for _, p in jobs], [c.evals for c, _ in jobs])
+    for (cell, _), job in zip(jobs, submitted, strict=True):
+        yield cell, job.result
+
+
+def _failed(cell: Cell, e: BaseException) -> dict[str, Any]:
+    """The row of a failed cell (its one-line error), said on stderr."""
+    msg = " ".join(str(e).split()) or type(e).__name__
+    print(f"bayesgeom sweep: cell {cell.name} failed: {msg}", file=sys.stderr)
+    return {"status": "failed", "error": f"{type(e).__name__}: {msg}"}
+
+
+# ---------------------------------------------------------------- the sweep
+def run_sweep(cfg: SweepConfig) -> SweepResult:
+    """Run (or reuse) every cell, then aggregate (module doc)."""
+    t0 = time.perf_counter()
+    cfg.check()
+    grid = cells(cfg)
+    for c in grid:  # every cell's options and memory, before anything runs
+        c.train.validate()
+    if cfg.device is not None:
+        from ...interp import check_device
+
+        check_device(cfg.device)
+    with claim(cfg) as rd:
+        result = _sweep(cfg, grid, rd.out, t0)
+        rd.finish()
+    return result
+
+
+def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepResult:
+    rows: dict[str, dict[str, Any]] = {}
+    todo: list[tuple[Cell, Path]] = []
+    for c in grid:
+        path = out / "cells" / c.name
+        try:
+            done = finished_row(c, path)
+        except BayesgeomError as e:  # a finished cell whose files fail verification
+            rows[c.name] = _failed(c, e)
+            continue
+        if done is None:
+            todo.append((c, path))
+        else:
+            rows[c.name] = {**done, "status": "reused", "error": None}
+    bar = tqdm(total=len(grid), initial=len(rows), desc="sweep cells", unit="cell",
+               disable=not cfg.progress)
+    runs = _local(todo, cfg.workers) if cfg.backend == "local" else \
+        _submitit(todo, cfg.workers, out / "submitit")
+    if todo:
+        for cell, result in runs:
+            try:
+                rows[cell.name] = {**result(), "status": "trained", "error": None}
+            except Exception as e:  # a failed cell is recorded, not fatal
+                rows[cell.name] = _failed(cell, e)
+            bar.update(1)
+    bar.close()
+    extra = cfg.extra_metrics()
+    table = pd.DataFrame([{"cell": c.name, "task": c.task, "arch": c.arch, "preset": c.preset,
+                           "seed": c.seed, **{k: None for k in (*METRICS, *extra)},
+                           **rows.get(c.name, {"status": "missing"})} for c in grid])
+    from .report import LABELS, aggregate, write_report
+
+    agg = aggregate(table, (*LABELS, *extra))
+    result = SweepResult(
+        cells=[SweepCell(str(r.cell), str(r.task), str(r.arch), str(r.preset), int(r.seed),
+                         str(r.status), r.error if isinstance(r.error, str) else None)
+               for r in table.itertuples()],
+        aggregate=json_safe(agg.to_dict("records")),
+        reused=int((table["status"] == "reused").sum()),
+        trained=int((table["status"] == "trained").sum()),
+        failed=int((table["status"] == "failed").sum()),
+        backend=cfg.backend, wall_s=round(time.perf_counter() - t0, 2))
+    write_run(cfg, result, tables={"cells.parquet": table, "aggregate.parquet": agg},
+              report=lambda path, manifest: write_report(path, result, table, agg, manifest))
+    return result
