@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 setup: $(STAMP)
 
 # torch==2.13.0 goes in the same pip call as the project: otherwise pip resolves a CUDA build (GBs).
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml setup.py constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e ".[test,corpora]"

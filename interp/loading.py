@@ -37,8 +37,8 @@ import torch
 from torch import nn
 
 from ..records import FileFault
-from . import embedded_model as embedded_model
 from .devices import check_device, check_device_map
+from .embedded_model import ALIASES, EMBEDDED_NAME, ensure_cached, marker
 from .errors import InterpError, ModelNotAvailableError
 from .hub_access import hub_load_kwargs
 from .model import InterpModel
@@ -108,13 +108,13 @@ def load(
     if attn_implementation is not None:
         kw["attn_implementation"] = attn_implementation
 
-    name = str(model) if model is not None else embedded_model.EMBEDDED_NAME
+    name = str(model) if model is not None else EMBEDDED_NAME
     path = Path(name).expanduser()
-    if model is None or name in embedded_model.ALIASES:
-        local = embedded_model.ensure_cached()
-        meta = embedded_model.marker()
+    if model is None or name in ALIASES:
+        local = ensure_cached()
+        meta = marker()
         hf, tok = _from_dir(local, {**kw, "use_safetensors": True})
-        return _finish(hf, tok, dev, backend, name=embedded_model.EMBEDDED_NAME,
+        return _finish(hf, tok, dev, backend, name=EMBEDDED_NAME,
                        source="embedded", revision=f"{meta['package']}=={meta['package_version']}"
                        f" sha256:{meta['gguf_sha256'][:12]}", tl_source=str(local))
     if path.exists():

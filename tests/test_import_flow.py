@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BOTTOM = {"records", "infotheory"}
 SIDE = {"interp", "probes", "windtunnel"}
-TOP = {"analyses"}
+#: the façade (``bayesgeom/``: lazy names over every subpackage) sits on top with analyses
+TOP = {"analyses", "bayesgeom"}
 PACKAGES = BOTTOM | SIDE | TOP
 
 

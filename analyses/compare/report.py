@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..geometry import probes as geometry_probes
+from ..geometry.probes import catalogue
 from ..kit.html import COLORS, html_report, legend_names
 from .result import CompareResult
 
@@ -52,7 +52,7 @@ def display_name(metric: str) -> str:
     if metric in HEADLINE_NAMES:
         return HEADLINE_NAMES[metric]
     base, _, target = metric.partition("[")
-    spec = geometry_probes.catalogue().get(base)
+    spec = catalogue().get(base)
     label = spec.label if spec else base
     return f"{label} ({target.rstrip(']')})" if target else label
 
@@ -84,7 +84,7 @@ def side_by_side(table: pd.DataFrame) -> pd.DataFrame:
 def curves_figure(c: pd.DataFrame) -> go.Figure:
     """Depth-normalised per-layer panels, one line per model, prompt set and target (dotted:
     the same analysis on the random-initialisation twin)."""
-    cat = geometry_probes.catalogue()
+    cat = catalogue()
     metrics = list(dict.fromkeys(c["metric"]))
     rows = -(-len(metrics) // 2)
     fig = make_subplots(rows=rows, cols=2,

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ... import interp
 from ...records import Parts, fingerprint, option, read_result
-from ..geometry import probes as geometry_probes
+from ..geometry.probes import catalogue
 from ..geometry.result import GeometryResult, MetricRow, SetSummary, abs_interval
 from ..geometry.run import GeometryConfig, check_config, run_geometry
 from ..kit.errors import ExperimentError
@@ -169,7 +169,7 @@ def measure_rows(r: GeometryResult) -> list[MetricRow]:
     """Rows of registered measures flagged for comparison, at the Table-1 layer when
     per-layer; the target, if any, is appended to the metric name (``name[target]``), and a
     control's reference after it (``name[target]@random_init``)."""
-    cat = geometry_probes.catalogue()
+    cat = catalogue()
     out = []
     for row in r.metrics:
         spec = cat.get(row.metric)

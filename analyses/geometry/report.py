@@ -17,11 +17,11 @@ from plotly.subplots import make_subplots
 
 from ...probes import Interval
 from ..kit.html import COLORS, html_report, legend_names
-from . import measures as geometry_measures
-from . import probes as geometry_probes
+from .measures import CORE_SPECS, MetricSpec
+from .probes import catalogue
 from .result import GeometryResult, MetricRow, SetSummary, abs_interval, metrics_table
 
-CORE = {s.name for s in geometry_measures.CORE_SPECS}
+CORE = {s.name for s in CORE_SPECS}
 
 
 def pca_scatter(prompts: pd.DataFrame, prompt_set: str, layer: int) -> go.Figure:
@@ -40,10 +40,10 @@ def pca_scatter(prompts: pd.DataFrame, prompt_set: str, layer: int) -> go.Figure
     return fig
 
 
-def curve_metrics(table: pd.DataFrame) -> list[geometry_measures.MetricSpec]:
+def curve_metrics(table: pd.DataFrame) -> list[MetricSpec]:
     """The per-layer metrics of ``table`` that reports draw as curves, in catalogue order."""
     present = set(table.loc[table["layer"].notna(), "metric"])
-    return [s for s in geometry_probes.catalogue().values()
+    return [s for s in catalogue().values()
             if s.per_layer and s.curve and s.name in present]
 
 
@@ -157,7 +157,7 @@ def table1(result: GeometryResult) -> pd.DataFrame:
 def measures_table(result: GeometryResult) -> pd.DataFrame:
     """Every registered measure's numbers at the Table-1 layer (per-layer metrics) or as
     measured (set- and model-level ones), with the definition each follows."""
-    cat = geometry_probes.catalogue()
+    cat = catalogue()
     keep = [r for r in result.metrics if r.metric not in CORE
             and (r.layer is None or r.layer == result.layer)]
     return pd.DataFrame([_measure_row(r, cat) for r in keep],
@@ -165,7 +165,7 @@ def measures_table(result: GeometryResult) -> pd.DataFrame:
                                  "value", "low", "high", "definition"])
 
 
-def _measure_row(r: MetricRow, cat: dict[str, geometry_measures.MetricSpec]) -> dict[str, Any]:
+def _measure_row(r: MetricRow, cat: dict[str, MetricSpec]) -> dict[str, Any]:
     spec = cat.get(r.metric)
     return {"measure": spec.label if spec else r.metric, "prompt set": r.prompt_set or "model",
             "layer": r.layer, "target": r.target, "reference": r.reference.replace("_", " "),

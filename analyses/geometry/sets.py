@@ -26,9 +26,9 @@ from ...probes import (
     attention_entropy_profile,
     head_entropies,
 )
-from . import probes as geometry_probes
 from .measures import SetData
 from .pool import prompt_inputs
+from .probes import MEASURES, catalogue
 from .result import KeyOrthogonality, MetricRow, PositionControl, RandomInitBaseline, SetSummary
 from .stats import (
     ValueLayerStats,
@@ -73,7 +73,7 @@ def capture_set(model: interp.InterpModel, name: str, chosen: pd.DataFrame, laye
     """Capture the set's final-token sites (and every-token sites measures ask for). The
     targets are the model's own entropy (and the exact one for a wind tunnel) unless given
     (a random-init twin is read against the trained model's targets)."""
-    measures = [m for m in geometry_probes.MEASURES if m.scope == "set" and m.applies(model)]
+    measures = [m for m in MEASURES if m.scope == "set" and m.applies(model)]
     last = [f"attn.{L}.v" for L in layers] + [f"attn.{L}.pattern" for L in layers]
     last += [s for m in measures for s in m.last_sites(layers) if s not in last]
     inputs = prompt_inputs(chosen)
@@ -123,7 +123,7 @@ def measure_extras(model: interp.InterpModel, sets: dict[str, SetData], layers: 
     """Rows of every registered measure that applies to this model."""
     rows: list[MetricRow] = []
     with single_threaded_blas():
-        for m in geometry_probes.MEASURES:
+        for m in MEASURES:
             if not m.applies(model):
                 continue
             if m.scope == "set":
@@ -172,7 +172,7 @@ def random_init_baseline(model: interp.InterpModel, data: dict[str, SetData],
                             n_resamples=cfg.curve_resamples, progress=cfg.progress,
                             targets=d.targets) for n, d in data.items()}
     _, summaries, rows = analyse(twin, tdata, key, cfg)
-    controls = {n for n, spec in geometry_probes.catalogue().items() if spec.control}
+    controls = {n for n, spec in catalogue().items() if spec.control}
     rows = [replace(r, reference="random_init") for r in rows
             if r.reference == "model" and r.metric not in controls]
     return RandomInitBaseline(twin.info.name, cfg.seed, key, summaries), rows
