@@ -234,6 +234,20 @@ class ActivationStore:
         return self["token_id"]
 
 
+def check_store_dir(path: str | Path) -> None:
+    """Whether ``path`` can hold a capture, read without writing (cheap: the ``capture`` command
+    calls it before loading a model): new, empty or an activation store; else a one-line
+    :class:`StoreMismatchError` (another command's run, or a folder of other files)."""
+    path = Path(path)
+    _refuse_other_runs(path)
+    if path.is_dir() and not (path / MANIFEST).exists():
+        others = [p.name for p in path.iterdir() if p.name not in (LOCK, OWNER)]
+        if others:
+            raise StoreMismatchError(f"{path} is not empty and is not an activation store "
+                                     f"(it holds {', '.join(sorted(others)[:3])}); choose "
+                                     "another --out")
+
+
 def _refuse_other_runs(path: Path) -> None:
     """A folder claimed by another bayesgeom command (its ``run.json``) is not a store."""
     if (path / RECORD).is_file():
@@ -285,12 +299,7 @@ class ShardWriter:
             self.manifest = old
             self.manifest["shards"] = [s for s in old["shards"] if self._reusable(s)]
         else:
-            others = [p.name for p in path.iterdir() if p.name not in (LOCK, OWNER)] \
-                if path.exists() else []
-            if others:
-                raise StoreMismatchError(f"{path} is not empty and is not an activation store "
-                                         f"(it holds {', '.join(sorted(others)[:3])}); choose "
-                                         "another --out")
+            check_store_dir(path)
             self.manifest = {"format": FORMAT, "complete": False, "identity": identity,
                              "sites": identity["sites"], "positions": identity["positions"],
                              "n_shards": n_shards, "shards": []}
