@@ -32,7 +32,6 @@ EXIT_PIPE = 141
 
 def build_parser() -> Parser:
     from .commands import capture, windtunnel
-    from .kit.options import Parser as GroupParser
     from .registry import GROUPS, experiments
 
     p = Parser(prog="bayesgeom", description="Measure the Bayesian geometry of transformer "
@@ -46,14 +45,15 @@ def build_parser() -> Parser:
         if e.group is not None and e.group not in groups:
             g = sub.add_parser(e.group, help=GROUPS[e.group])
             groups[e.group] = g.add_subparsers(dest=f"{e.group}_cmd", required=True,
-                                               parser_class=GroupParser)
+                                               parser_class=Parser)
         e.register(groups[e.group] if e.group is not None else sub, parent)
     return p
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that mean a bad input or a fault of the machine, not a bug: shown as one
-    line. Every error of bayesgeom's own derives from :class:`records.BayesgeomError`."""
+    line (bayesgeom's own errors derive from :class:`records.BayesgeomError`; the rest are
+    the errors of the tasks and of interp, and the machine's)."""
     from ..interp import InterpError
     from ..records import BayesgeomError, OptionError
     from ..windtunnel import PromptSetError, RunDirError, TaskConfigError

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-from .kit.registry import Experiment
+from .kit.experiment import Experiment
 
 #: the experiment folders, in the order ``bayesgeom --help`` lists them
 FOLDERS = ("demo", "geometry", "compare", "sula", "steer", "sweep", "layer_geometry", "ablate",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("records", "infotheory", "interp", "probes", "windtunnel", "analyses")
+PACKAGES = ("bayesgeom", "records", "infotheory", "interp", "probes", "windtunnel", "analyses")
 MODULES = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
                  for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
                  if ">>>" in p.read_text())
@@ -18,12 +18,13 @@ MODULES = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffi
 @pytest.mark.parametrize("name", MODULES)
 def test_examples_run(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    result = doctest.testmod(importlib.import_module(f"bayesgeom.{name}"),
+    module = "bayesgeom" if name == "bayesgeom" else f"bayesgeom.{name}"
+    result = doctest.testmod(importlib.import_module(module),
                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed"
 
 
 def test_the_public_api_has_examples():
-    assert {"records.reuse", "records.typed", "infotheory.measures", "interp.edits",
+    assert {"bayesgeom", "records.reuse", "records.typed", "infotheory.measures", "interp.edits",
             "analyses.kit.options", "analyses.kit.models",
             "windtunnel.posterior_prompts"} <= set(MODULES)

@@ -2,7 +2,7 @@
 (spec §1.9), each beside the clean model and a mean-ablation control; optionally the model
 retrained with attention removed from its top layers, beside its control."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .run import AblationsConfig, run_experiment
 

@@ -1,7 +1,7 @@
 """``bayesgeom compare``: the same geometry metrics on several models, side by side."""
 
 from ..geometry import GeometryConfig
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .result import CompareResult
 from .run import CompareConfig, run_compare

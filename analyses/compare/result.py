@@ -29,6 +29,3 @@ class CompareResult:
     wall_s: float
     results: dict[str, GeometryResult] = field(default_factory=dict,
                                                metadata={"serialise": False})
-
-
-# ---------------------------------------------------------------- demo

@@ -1,6 +1,6 @@
 """``bayesgeom demo``: the main job -- train, compare, SULA, steer -- and one offline report."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .result import DemoResult
 from .run import DemoConfig, run_demo

@@ -120,14 +120,14 @@ def write_report(out: Path, r: DemoResult, runs: dict[str, TrainResult],
 
 
 def format_summary(r: DemoResult) -> str:
-    """The terminal summary (``r.out``: the run's folder, whose compare table it prints)."""
-    out = Path(r.out or ".")
+    """The terminal summary (the compare table is read from the compare step's folder, which
+    the result names)."""
     with pd.option_context("display.float_format", lambda x: f"{x:.4g}", "display.width", 120):
         wt = _train_table(r).to_string(index=False)
     return "\n\n".join([
         "== wind tunnels (entropy MAE vs the exact posterior, bits)\n" + wt,
         "== small vs large (final layer)\n"
-        + compare_report.format_wide(pd.read_csv(out / "compare" / "side_by_side.csv")),
+        + compare_report.format_summary(r.compare),
         "== SULA\n" + sula_report.format_summary(r.sula),
         "== steering the LLM\n" + steering_report.format_summary(r.steer_llm),
         "== steering the HMM wind tunnel\n"

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..compare.result import CompareResult
 from ..steer.result import SteerResult
@@ -43,7 +42,5 @@ class DemoResult:
     steer_windtunnel: SteerResult
     timings_s: dict[str, float] = field(default_factory=dict)
     quick: bool = False
-    #: the run's folder (where the step reports lie; not serialised)
-    out: Path | None = field(default=None, metadata={"serialise": False})
 
 

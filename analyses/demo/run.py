@@ -220,7 +220,7 @@ def _demo(c: DemoConfig, llm: interp.InterpModel, out: Path, t0: float) -> DemoR
                         hmm=train_row(hmm, "transformer"),
                         prompt_sets=list(prompts), compare=cmp, sula=sula_s,
                         steer_llm=steer_llm, steer_windtunnel=steer_wt, timings_s=clock,
-                        quick=c.quick, out=Path(out))
+                        quick=c.quick)
     from .report import headline_table, write_report
 
     write_run(c, result, model=llm, windtunnel_model=wt.info.to_dict(),

@@ -1,7 +1,7 @@
 """``bayesgeom detect``: the key frame of every head (orthogonality, dimension utilisation)
 beside the random-init twin and the chance level."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .result import DetectResult, HeadFrame
 from .run import DetectConfig, run_detect

@@ -2,7 +2,7 @@
 model against autograd), ``em-vs-sgd`` (the sticky Markov-chain training comparison) and the
 training-dynamics monitor of ``windtunnel train --monitor-every``."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .em_vs_sgd import EmVsSgdConfig, run_em_vs_sgd
 from .em_vs_sgd_report import format_summary as em_vs_sgd_summary
 from .verify import VerifyConfig, run_verify

@@ -264,7 +264,7 @@ def run_em_vs_sgd(cfg: EmVsSgdConfig) -> EmVsSgdResult:
                 bar.set_postfix_str(f"{proto} seed {seed}")
                 runs[proto, seed] = run_cell(proto, seed, cfg, parts, bar)
         result, curves, table = _assemble(cfg, seeds, floor, runs, time.perf_counter() - t0)
-        write_run(cfg, result, seeds=seeds,
+        write_run(cfg, result, seed=seeds[0], seeds=seeds,
                   seeding="torch.Generator per the authors' code (windtunnel.sticky_chain)",
                   tables={"table.parquet": curves, "cells.parquet": table},
                   report=lambda path, manifest: write_report(path, result, curves, table,

@@ -1,7 +1,7 @@
 """``bayesgeom extrapolate``: positional schemes trained at L on the long-context tunnel,
 evaluated at L × m."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .result import ExtrapolationResult
 from .run import ExtrapolationConfig, run_extrapolation

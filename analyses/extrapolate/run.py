@@ -42,6 +42,7 @@ from ...windtunnel.seeds import Purpose, stream
 from ...windtunnel.train_config import TrainConfig
 from ...windtunnel.training import train
 from ..kit.errors import ExperimentError
+from ..kit.options import seed_option
 from ..kit.out_dirs import claim
 from ..kit.run_options import RunOptions, Seeded
 from ..kit.writer import write_run
@@ -55,6 +56,7 @@ SCHEMES = ("llama-bam", "llama-alibi", "llama-nope", "llama-rope", "llama")
 class ExtrapolationConfig(Seeded, RunOptions, experiment="extrapolation"):
     """One extrapolation study (module doc)."""
 
+    seed: int = seed_option(0, "seed of training and of the held-out sequences")
     archs: tuple[str, ...] = option(SCHEMES, "architectures, one per positional scheme")
     length: int = option(16, "training length L (tokens)", min=6)
     multiples: tuple[int, ...] = option((1, 2, 5, 10, 50, 100, 500),

@@ -1,7 +1,7 @@
 """``bayesgeom frame-precision RUN_DIR``: does the attention frame settle before the precision
 of the posterior? (spec §1.9; :mod:`analyses.frame_precision.run`)."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .run import FramePrecisionConfig, run_frame_precision
 

@@ -47,7 +47,7 @@ value. The MAE falls over decades, so the claim reads its plateau on log10(MAE).
 "frame plateaus before precision": the frame step is the latest plateau among
 ``js_to_final_bits``, ``key_abs_cos`` and the attention-mass metric (whole-model rows), the
 precision step that of ``log10_entropy_mae_bits``; ``frame_before_precision``: frame < precision.
-The result (``summary.json``) is :class:`analyses.frame_precision.report.FramePrecisionResult`.
+The result (``summary.json``) is :class:`analyses.frame_precision.result.FramePrecisionResult`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``bayesgeom geometry``: Paper III value/key/attention geometry of one model."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .result import GeometryResult
 from .run import GeometryConfig, run_geometry

@@ -90,9 +90,9 @@ class GeometryConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions, exp
     corpus_paths: CorpusPaths | None = option(None, "where corpora are read", cli=False)
 
     def check(self) -> None:
-        """The shared checks (:meth:`RunOptions.check`) and the sizes (:func:`check_config`)."""
+        """The shared checks (:meth:`RunOptions.check`) and the sizes (:func:`check_sizes`)."""
         super().check()
-        check_config(self)
+        check_sizes(self)
 
 
 # ---------------------------------------------------------------- set-up
@@ -133,6 +133,11 @@ def check_config(cfg: GeometryConfig) -> None:
     """The options and the sizes of ``cfg`` (not its ``out``: ``compare`` and ``monitor`` run
     geometry configs into folders of their own)."""
     check_options(cfg, cfg.error)
+    check_sizes(cfg)
+
+
+def check_sizes(cfg: GeometryConfig) -> None:
+    """The pool and the cross-validated probe have room for the prompts asked for."""
     n, probe = cfg.n_per_quintile * cfg.n_bins, ProbeConfig()
     if cfg.pool_size < n:
         raise ExperimentError(f"pool size {cfg.pool_size} is smaller than the {n} prompts to "

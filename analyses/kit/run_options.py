@@ -5,7 +5,8 @@ A config is a dataclass that derives from :class:`RunOptions` (``--out``, progre
 (``--model``), :class:`Batched` (``--batch-size``) and :class:`LoadOptions` (``--dtype``,
 ``--allow-pickle``). The
 class statement names the experiment and sets the defaults that differ from the declared ones;
-nothing else is restated:
+nothing else is restated (a config that needs its own wording of an inherited option declares
+that field in its body, which wins):
 
 Example:
     >>> from dataclasses import dataclass
@@ -51,7 +52,8 @@ class RunOptions:
     """Where a run writes and how it runs: ``out`` (its folder, ``runs/<experiment>`` by
     default), ``progress`` (bars; ``--no-progress``) and ``restart`` (``--restart``)."""
 
-    #: the experiment's command name (set by the class statement's ``experiment=``)
+    #: the experiment's name in its run record (``run.json``) and its default ``out``
+    #: (``runs/<experiment>``), set by the class statement's ``experiment=``
     experiment: ClassVar[str] = ""
 
     out: Path = out_option("runs/run", "output directory (a rerun resumes an unfinished run "
@@ -61,17 +63,22 @@ class RunOptions:
 
     def __init_subclass__(cls, experiment: str | None = None, required_out: bool = True,
                           **defaults: Any) -> None:
-        """``experiment``: the command name (and ``out``'s default ``runs/<experiment>``);
+        """``experiment``: the name in the run record (and ``out``'s default
+        ``runs/<experiment>``);
         ``required_out=False``: ``--out`` may be left out on the command line; ``defaults``:
         field name -> this config's default for an inherited option."""
         super().__init_subclass__()
         if experiment is None:
+            if defaults:
+                raise TypeError(f"{cls.__name__}: defaults ({', '.join(defaults)}) need "
+                                "experiment=")
             return
         cls.experiment = experiment
-        defaults.setdefault("out", Path("runs") / experiment)
+        own = dict(inspect.get_annotations(cls))
+        if "out" not in own:  # a config that declares its own out keeps it
+            defaults.setdefault("out", Path("runs") / experiment)
         inherited = {f.name: (f, base) for base in reversed(cls.__mro__[1:])
                      if dataclasses.is_dataclass(base) for f in dataclasses.fields(base)}
-        own = dict(inspect.get_annotations(cls))
         for name, value in defaults.items():
             if name not in inherited:
                 raise TypeError(f"{cls.__name__}: no inherited option {name!r} to default")
@@ -101,8 +108,7 @@ class Seeded:
     """``seed``: every random draw of the run (held-out data, subsamples, the random-init
     twin) derives from it."""
 
-    seed: int = seed_option(0, "seed of every random draw (held-out data, subsamples, "
-                            "permutations, the random-init twin)")
+    seed: int = seed_option(0, "seed of every random draw of the run")
 
 
 @dataclass

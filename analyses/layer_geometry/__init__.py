@@ -1,7 +1,7 @@
 """``bayesgeom layer-geometry``: per-layer residual geometry of a wind-tunnel model (PCA,
 |corr(PC, H)|, linear R² of H, argmax-posterior silhouette) beside its controls."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .result import LayerGeometryResult
 from .run import LayerGeometryConfig, run_layer_geometry

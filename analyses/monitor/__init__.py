@@ -1,7 +1,7 @@
 """``bayesgeom monitor``: the monitoring checklist of one model as a pass/fail table, every
 threshold an option and printed, each check beside its control."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .result import MonitorResult
 from .run import MonitorConfig, run_monitor

@@ -58,6 +58,7 @@ from ..geometry.result import GeometryResult
 from ..geometry.run import GeometryConfig, check_config, run_geometry
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model
+from ..kit.options import seed_option
 from ..kit.out_dirs import claim
 from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded
 from ..kit.writer import write_run
@@ -92,6 +93,7 @@ def _threshold(default: float, help: str, **kw: float) -> float:
 class MonitorConfig(ModelOptions, Batched, Seeded, RunOptions, experiment="monitor"):
     """One monitoring report (module doc); thresholds do not change the sub-runs."""
 
+    seed: int = seed_option(0, "seed of every sub-run")
     extrapolation: Path | None = option(None, "a finished `bayesgeom extrapolate` run directory "
                                         "(the model must be one of its RUN/train/<arch>)")
     key_orthogonality_min: float = _threshold(0.9, "pass: key orthogonality above", min=0,

@@ -2,7 +2,7 @@
 long_recall model (or passkey retrieval in a text model) against sequence length, a fitted
 accuracy decay curve and the critical length."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .result import StabilityResult
 from .run import StabilityConfig, run_stability

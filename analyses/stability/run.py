@@ -68,6 +68,7 @@ from ..detect.run import DetectConfig, head_frames
 from ..extrapolate.run import score_sequences
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model
+from ..kit.options import model_option
 from ..kit.out_dirs import claim
 from ..kit.run_options import ModelOptions, RunOptions, Seeded
 from ..kit.writer import write_run
@@ -85,6 +86,8 @@ TEXT_FRAME = 32
 class StabilityConfig(ModelOptions, Seeded, RunOptions, experiment="stability"):
     """One stability analysis (module doc)."""
 
+    model: str | None = model_option("a wind-tunnel run trained on long_recall, or a text model "
+                                     "read on passkey prompts (default: the embedded SmolLM2)")
     lengths: tuple[int, ...] = option((1, 2, 5, 10, 20, 50), "evaluation lengths as multiples "
                                       "of the training length", min=1)
     max_length: int | None = option(None, "longest length in tokens: --n-lengths lengths "

@@ -1,6 +1,6 @@
 """``bayesgeom steer``: causal tests of the entropy axis against control directions."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .result import SteerResult
 from .run import SteerConfig, run_steer

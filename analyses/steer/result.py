@@ -11,7 +11,6 @@ from ...infotheory import Calibration
 from ...interp.model import ModelInfo
 
 
-# ---------------------------------------------------------------- steering
 @dataclass(frozen=True)
 class EffectStat:
     """The axis effect on one metric against its control directions (one row of
@@ -141,6 +140,3 @@ class SteerResult:
     reused_conditions: int
     parametric_reliable: bool = True
     notes: list[str] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------- SULA

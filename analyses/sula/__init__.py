@@ -1,6 +1,6 @@
 """``bayesgeom sula``: in-context Bayesian calibration of a text model, with three controls."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .result import SulaResult
 from .run import SulaConfig, run_sula

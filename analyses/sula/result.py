@@ -43,6 +43,3 @@ class SulaResult:
     paper3_mae_bits: dict[str, float]
     reused_conditions: list[str]
     wall_s: float
-
-
-# ---------------------------------------------------------------- compare

@@ -31,7 +31,7 @@ from ...records import Parts, fingerprint, option, same_option
 from ...windtunnel import PosteriorPrompts, SulaError, SulaTaskConfig
 from ...windtunnel.sula import CONDITIONS, expected_entropy_bits
 from ..kit.models import open_model
-from ..kit.options import comma_words
+from ..kit.options import comma_words, model_option, seed_option
 from ..kit.out_dirs import claim
 from ..kit.posteriors import model_posterior
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded
@@ -45,11 +45,14 @@ PAPER3_MAE = {"Pythia-410M": 0.44, "Llama-3.2-1B": 0.36, "Phi-2": 0.31}
 
 @dataclass
 class SulaConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
-                 experiment="sula", seed=42):
+                 experiment="sula"):
     """One SULA run. ``labels`` / ``remap_labels``: label pairs (None: the first single-token
     candidates). ``site``: the site kind whose last-layer final-token activations give the
     geometry."""
 
+    model: str | None = model_option("Hub name or local directory (default: the embedded "
+                                     "SmolLM2-135M)")
+    seed: int = seed_option(42, "seed of the SULA draws")
     ks: tuple[int, ...] = same_option(SulaTaskConfig, "ks")
     n_per_k: int = option(50, "prompts per k", min=1)
     alpha: float = same_option(SulaTaskConfig, "alpha")

@@ -2,7 +2,7 @@
 failed; the others still run and are aggregated). ``--config FILE`` (TOML or JSON) gives any
 option by its field name; flags given on the command line override it."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .config_file import add_config_file, config_file_values
 from .report import format_summary
 from .result import SweepCell, SweepResult

@@ -1,6 +1,6 @@
 """``bayesgeom verify``: a model's output and attention against a task's exact posterior."""
 
-from ..kit.registry import Experiment
+from ..kit.experiment import Experiment
 from .report import format_summary
 from .result import ConsistencyResult
 from .run import ConsistencyConfig, run_consistency
