@@ -22,12 +22,25 @@ from .errors import (
 )
 from .files import json_safe, read_json, read_table, read_text, write_json, write_table, write_text
 from .manifest import package_version, run_manifest
-from .options import Option, OptionError, check_options, declared, option, run_settings, same_option
+from .options import (
+    SEED_MAX,
+    SEED_MIN,
+    Option,
+    OptionError,
+    check_options,
+    declared,
+    option,
+    run_settings,
+    same_option,
+    seed_option,
+)
 from .reuse import Parts, fingerprint
 from .run_dir import RunBusyError, RunDir, RunDirError, check_out, finished_with, hold
 from .typed import from_json, read_result, to_json, write_result
 
 __all__ = [
+    "SEED_MAX",
+    "SEED_MIN",
     "BayesgeomError",
     "FaultError",
     "FileFault",
@@ -66,6 +79,7 @@ __all__ = [
     "run_manifest",
     "run_settings",
     "same_option",
+    "seed_option",
     "to_json",
     "verify_checksums",
     "write_checksums",

@@ -71,6 +71,16 @@ def option(default: Any, help: str, *, factory: Callable[[], Any] | None = None,
     return dataclasses.field(default=default, metadata=meta)
 
 
+#: every seed's range, declared once (torch.manual_seed takes seeds below 2**64)
+SEED_MIN, SEED_MAX = 0, 2**64 - 1
+
+
+def seed_option(default: int = 0, help: str = "random seed", **kw: Any) -> Any:
+    """A seed field: an integer in [:data:`SEED_MIN`, :data:`SEED_MAX`] (each element of a tuple
+    of seeds), so every command refuses a negative or too large seed in one line."""
+    return option(default, help, min=SEED_MIN, max=SEED_MAX, **kw)
+
+
 def same_option(cls: type, name: str, default: Any = dataclasses.MISSING, **changes: Any) -> Any:
     """A field declared like ``cls``'s field ``name`` (its :class:`Option`, with ``changes``;
     its default unless ``default`` is given), so two configs share one declaration."""
@@ -119,6 +129,14 @@ def check_options(cfg: Any, error: type[Exception] = OptionError) -> None:
         raise error(message)
 
 
+def bound_text(x: float) -> str:
+    """A bound as the message shows it: 2**64 - 1 as 2**64 - 1, other integers whole, floats
+    short (``1e-06``)."""
+    if isinstance(x, int) and x == SEED_MAX:
+        return "2**64 - 1"
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
 def _plain_type(tp: Any) -> Any:
     """``int`` for ``int | None``; the element type for ``tuple[int, ...]``; else ``tp``."""
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
@@ -162,9 +180,9 @@ def _violation(cfg: Any) -> str | None:
             if isinstance(v, float) and not math.isfinite(v):
                 return f"{f.name} must be finite, got {v}"
             if opt.above is not None and v <= opt.above:
-                return f"{f.name} must be > {opt.above:g}, got {value!r}"
+                return f"{f.name} must be > {bound_text(opt.above)}, got {value!r}"
             if opt.min is not None and v < opt.min:
-                return f"{f.name} must be >= {opt.min:g}, got {value!r}"
+                return f"{f.name} must be >= {bound_text(opt.min)}, got {value!r}"
             if opt.max is not None and v > opt.max:
-                return f"{f.name} must be <= {opt.max:g}, got {value!r}"
+                return f"{f.name} must be <= {bound_text(opt.max)}, got {value!r}"
     return None

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import pandas as pd
 from transformers import PreTrainedModel
 
-from ..records import check_options, json_safe, option, run_settings
+from ..records import check_options, json_safe, option, run_settings, seed_option
 from .architectures import ARCHS, check_batch_memory
 from .evaluate import EVAL_BATCH
 from .task import TaskConfigError, TokenTask, make_token_task
@@ -33,7 +33,7 @@ class TrainConfig:
     arch: str = option("transformer", "model architecture", choices=tuple(ARCHS))
     preset: str = option("small", "model size", choices=tuple(TRANSFORMER_PRESETS))
     steps: int = option(10_000, "optimiser steps", min=1)
-    seed: int = option(0, "seed of the initialisation and of every batch (< 2**64)", min=0)
+    seed: int = seed_option(0, "seed of the initialisation and of every batch")
     batch_size: int = option(128, "sequences per step (a fresh hypothesis each)", min=1)
     lr: float = option(3e-3, "peak learning rate", above=0)
     min_lr_ratio: float = option(0.01, "final learning rate / peak", min=0.0, max=1.0,
@@ -74,8 +74,6 @@ class TrainConfig:
         """The task, after checking every option (its declared type and range), the task's
         parameters and that a batch fits in memory; else a one-line ``TaskConfigError``."""
         check_options(self, TaskConfigError)
-        if self.seed >= 2**64:  # torch.manual_seed's limit
-            raise TaskConfigError(f"seed must be < 2**64, got {self.seed}")
         if not all(b < 1 for b in self.betas):
             raise TaskConfigError(f"betas must each be < 1, got {self.betas}")
         if not isinstance(self.task_params, dict):

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...records import option, read_text
+from ...records import option, read_text, seed_option
 from ..kit.options import (
     CLIError,
     add_options,
@@ -18,7 +18,6 @@ from ..kit.options import (
     dtype_option,
     model_option,
     restart_option,
-    seed_option,
 )
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...records import check_options, declared, json_safe, option
+from ...records import check_options, declared, json_safe, option, seed_option
 from ...windtunnel import TASKS, TokenTask
 from ..kit.options import CLIError, add_option, add_options, config_from_args
 
@@ -29,14 +29,14 @@ PREFIX = "task_"
 class SampleOptions:
     task: str = option("bijection", "a registered task (bijection, hmm, sula, ...)")
     n: int = option(2, "sequences (SULA: prompts, a multiple of the number of ks)", min=1)
-    seed: int = option(0, "seed of the draw", min=0)
+    seed: int = seed_option(0, "seed of the draw")
 
 
 @dataclass
 class EvalOptions:
     dir: Path = option(Path("."), "run directory (or a saved model directory)", flag="dir")
     n: int = option(2000, "held-out sequences", min=1)
-    seed: int = option(0, "seed of the held-out stream", min=0)
+    seed: int = seed_option(0, "seed of the held-out stream")
     K: int | None = option(None, "HMM: evaluate at another number of observations", min=1)
 
 

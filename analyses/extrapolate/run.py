@@ -34,7 +34,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from ...records import Parts, file_sha256, fingerprint, option
+from ...records import Parts, file_sha256, fingerprint, option, seed_option
 from ...windtunnel import load_run, make_token_task
 from ...windtunnel.long_eval import chunked_logits
 from ...windtunnel.metrics import calibration_stats, slice_log_probs
@@ -42,7 +42,6 @@ from ...windtunnel.seeds import Purpose, stream
 from ...windtunnel.train_config import TrainConfig
 from ...windtunnel.training import train
 from ..kit.errors import ExperimentError
-from ..kit.options import seed_option
 from ..kit.out_dirs import claim
 from ..kit.run_options import RunOptions, Seeded
 from ..kit.writer import write_run

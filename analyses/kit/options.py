@@ -119,10 +119,6 @@ def dtype_option() -> Any:
     return option(None, "model dtype (default: the checkpoint's)", choices=DTYPES)
 
 
-def seed_option(default: int = 0, help: str = "random seed") -> Any:
-    return option(default, help)
-
-
 def batch_size_option(default: int) -> Any:
     return option(default, "prompts per forward pass", min=1, identity=False)
 

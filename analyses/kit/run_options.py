@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...records import check_options, check_out
+from ...records import check_options, check_out, seed_option
 from .errors import ExperimentError
 from .options import (
     allow_pickle_option,
@@ -43,7 +43,6 @@ from .options import (
     out_option,
     progress_option,
     restart_option,
-    seed_option,
 )
 
 

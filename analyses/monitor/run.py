@@ -51,14 +51,13 @@ import numpy as np
 
 from ... import interp
 from ...probes.posterior_consistency import coverage
-from ...records import Parts, fingerprint, from_json, option, run_settings
+from ...records import Parts, fingerprint, from_json, option, run_settings, seed_option
 from ..detect.result import DetectResult
 from ..detect.run import DetectConfig, run_detect
 from ..geometry.result import GeometryResult
 from ..geometry.run import GeometryConfig, check_config, run_geometry
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model
-from ..kit.options import seed_option
 from ..kit.out_dirs import claim
 from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded
 from ..kit.writer import write_run

@@ -47,7 +47,7 @@ from tqdm.auto import tqdm
 from ... import interp
 from ...interp.sites import VECTOR_KINDS
 from ...probes import AxisProvenance, fit_entropy_axis, prompt_set_hash
-from ...records import Parts, fingerprint, option
+from ...records import Parts, fingerprint, option, seed_option
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
@@ -103,7 +103,7 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
     direct_path: bool = option(False, "the direct-path effect (downstream components held "
                                "clean; one edited layer)")
     n_per_k: int = option(50, "SULA prompts per k", min=1)
-    sula_seed: int = option(42, "seed of the SULA draws", cli=False)
+    sula_seed: int = seed_option(42, "seed of the SULA draws", cli=False)
     labels: tuple[str, str] | None = option(None, "SULA label pair, e.g. lug,mip")
     n_prompts: int = option(250, "wind-tunnel prompts", min=3)
 

@@ -27,11 +27,11 @@ from ... import interp
 from ...infotheory import calibration, calibration_by_group, entropy_bits_from_probs
 from ...interp.sites import VECTOR_KINDS
 from ...probes import fit_pca, spearman
-from ...records import Parts, fingerprint, option, same_option
+from ...records import Parts, fingerprint, option, same_option, seed_option
 from ...windtunnel import PosteriorPrompts, SulaError, SulaTaskConfig
 from ...windtunnel.sula import CONDITIONS, expected_entropy_bits
 from ..kit.models import open_model
-from ..kit.options import comma_words, model_option, seed_option
+from ..kit.options import comma_words, model_option
 from ..kit.out_dirs import claim
 from ..kit.posteriors import model_posterior
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded

@@ -43,7 +43,7 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ...records import BayesgeomError, finished_with, json_safe, option, same_option
+from ...records import BayesgeomError, finished_with, json_safe, option, same_option, seed_option
 from ...windtunnel import TASKS, TokenTask
 from ...windtunnel.architectures import ARCHS
 from ...windtunnel.training import TrainConfig
@@ -88,7 +88,7 @@ class SweepConfig(RunOptions, experiment="sweep"):
     archs: tuple[str, ...] = option(("transformer",), "architectures (transformer, "
                                     "mlp-position, mlp-flat, ...)")
     presets: tuple[str, ...] = option(("small",), "model sizes")
-    seeds: tuple[int, ...] = option((0, 1, 2), "seeds (one run each)", min=0)
+    seeds: tuple[int, ...] = seed_option((0, 1, 2), "seeds (one run each)")
     steps: int = same_option(TrainConfig, "steps", 2000)
     max_minutes: float | None = same_option(TrainConfig, "max_minutes")
     batch_size: int = same_option(TrainConfig, "batch_size")

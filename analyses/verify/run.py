@@ -43,7 +43,7 @@ from ...probes.posterior_consistency import (
     permuted_within_groups,
     tracking_correlation,
 )
-from ...records import option
+from ...records import option, seed_option
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
@@ -71,7 +71,7 @@ class ConsistencyConfig(ModelOptions, Batched, Seeded, RunOptions,
     alpha: float = option(0.05, "Holm-adjusted level for 'carries the posterior'", above=0,
                           max=1)
     min_r: float = option(0.3, "smallest |r| for 'carries the posterior'", min=0, max=1)
-    sula_seed: int = option(42, "seed of SULA's draws")
+    sula_seed: int = seed_option(42, "seed of SULA's draws")
 
 
 def prompts_for(m: interp.InterpModel, cfg: ConsistencyConfig) -> PosteriorPrompts:

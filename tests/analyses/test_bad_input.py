@@ -19,30 +19,29 @@ import pytest
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.commands.capture import CaptureOptions
 from bayesgeom.analyses.commands.windtunnel import EvalOptions, SampleOptions
-from bayesgeom.analyses.compare.run import CompareConfig
-from bayesgeom.analyses.demo.run import DemoConfig
 from bayesgeom.analyses.geometry.run import GeometryConfig
 from bayesgeom.analyses.kit.options import _strip_optional
-from bayesgeom.analyses.steer.run import SteerConfig
-from bayesgeom.analyses.sula.run import SulaConfig
+from bayesgeom.analyses.registry import experiments
 from bayesgeom.records import declared
+from bayesgeom.records.options import bound_text
 from bayesgeom.windtunnel import TASKS
 from bayesgeom.windtunnel.training import TrainConfig
 
-#: command -> (argv before the option, config class); X is the output folder (never created)
+#: command -> (argv before the option, config class); X is the output folder (never created).
+#: Every registered experiment is in it (from the registry: a new one joins the table by itself)
 COMMANDS: dict[str, tuple[list[str], type]] = {
-    "geometry": (["geometry", "--out", "X"], GeometryConfig),
-    "sula": (["sula", "--out", "X"], SulaConfig),
-    "steer": (["steer", "--out", "X"], SteerConfig),
-    "compare": (["compare", "--models", "default", "--out", "X"], CompareConfig),
     "compare-geometry": (["compare", "--models", "default", "--out", "X"], GeometryConfig),
-    "demo": (["demo", "--out", "X"], DemoConfig),
     "capture": (["capture", "--prompts", "p.txt", "--sites", "logits", "--out", "X"],
                 CaptureOptions),
     "train": (["windtunnel", "train", "--out", "X"], TrainConfig),
     "sample": (["windtunnel", "sample"], SampleOptions),
     "eval": (["windtunnel", "eval", "X"], EvalOptions),
 }
+for _e in experiments():
+    _argv = [*([_e.group] if _e.group else []), _e.name, "--out", "X"]
+    _argv += ["R"] * sum(1 for _, o in declared(_e.config) if o.flag and o.flag[0] != "-")
+    _argv += ["--models", "default"] if _e.name == "compare" else []
+    COMMANDS[" ".join(_argv[:2]) if _e.group else _e.name] = (_argv, _e.config)
 for _name, _reg in TASKS.items():  # each task's own options, on train (token tasks) or sample
     _cmd = ["windtunnel", "train", "--out", "X"] if _name != "sula" else ["windtunnel", "sample"]
     COMMANDS[f"task-{_name}"] = ([*_cmd, "--task", _name], _reg.config_cls)
@@ -52,13 +51,16 @@ def _bad_values(f: dataclasses.Field, opt: Any, tp: Any) -> list[tuple[str, str]
     """(command-line value, expected message) that break ``f``'s declared range."""
     integer = _strip_optional(tp) is int or typing.get_args(tp)[:1] == (int,)
     rows = []
+    def text(x: float) -> str:
+        return str(int(x)) if integer else f"{x:g}"
+
     if opt.above is not None:
-        rows.append((f"{opt.above:g}", f"{f.name} must be > {opt.above:g}"))
+        rows.append((text(opt.above), f"{f.name} must be > {bound_text(opt.above)}"))
     if opt.min is not None:
         low = opt.min - 1 if integer else opt.min - max(1.0, abs(opt.min))
-        rows.append((f"{low:g}", f"{f.name} must be >= {opt.min:g}"))
+        rows.append((text(low), f"{f.name} must be >= {bound_text(opt.min)}"))
     if opt.max is not None:
-        rows.append((f"{opt.max + 1:g}", f"{f.name} must be <= {opt.max:g}"))
+        rows.append((text(opt.max + 1), f"{f.name} must be <= {bound_text(opt.max)}"))
     if not integer and rows:
         rows.append(("nan", f"{f.name} must be finite"))
     return rows
@@ -92,7 +94,9 @@ def test_the_table_covers_every_ranged_option_of_the_issue():
     ids = {p.id for p in RANGE_CASES}
     for case in ("train --eval-every 0", "train --ckpt-every 0", "train --dense-ckpt-every 0",
                  "train --eval-size 0", "train --lr 0", "train --lr nan", "train --grad-clip 0",
-                 "eval --n 0"):
+                 "eval --n 0", "detect --seed -1", "verify --seed -1", "monitor --seed -1",
+                 "dynamics verify --seed -1", "detect --seed 18446744073709551616",
+                 "train --seed 18446744073709551616", "sweep --seeds -1", "sample --seed -1"):
         assert case in ids, case
     assert len(RANGE_CASES) >= 50  # 55 when written: a declaration lost would show here
 
