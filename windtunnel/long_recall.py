@@ -118,7 +118,10 @@ class LongRecallTask(TokenTask):
         self.cfg = replace(cfg, length=T, record_every=d, noise=float(cfg.noise),
                            max_length=max_len)
         self.K, self.V, self.noise = int(cfg.key_vocab), int(cfg.value_vocab), float(cfg.noise)
-        pr = prior_weights(cfg.prior, self.V, cfg.prior_scale, cfg.prior_shape)
+        try:
+            pr = prior_weights(cfg.prior, self.V, cfg.prior_scale, cfg.prior_shape)
+        except ValueError as e:
+            raise TaskConfigError(f"long_recall: {e}") from None
         self.prior: np.ndarray | None = pr
         self._prior_t = None if pr is None else torch.from_numpy(pr)
 

@@ -40,10 +40,17 @@ def prior_weights(kind: str, H: int, scale: float = 0.25,
         raise ValueError(f"prior must be one of {', '.join(PRIORS)}, got {kind!r}")
     if not scale > 0 or not shape > 0:
         raise ValueError(f"prior scale and shape must be > 0, got {scale}, {shape}")
-    z = (np.arange(H, dtype=np.float64) - (H - 1) / 2) / (scale * H)
-    logw = -0.5 * z * z if kind == "gaussian" else -np.abs(z) ** shape
-    logw -= np.logaddexp.reduce(logw)
-    return np.exp(logw)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        z = (np.arange(H, dtype=np.float64) - (H - 1) / 2) / (scale * H)
+        logw = -0.5 * z * z if kind == "gaussian" else -np.abs(z) ** shape
+        logw -= logw.max()  # the largest weight is 1 before normalising: no precision lost
+        w = np.exp(logw)
+        w /= w.sum()
+    if not (np.isfinite(w).all() and abs(w.sum() - 1) < 1e-9):
+        raise ValueError(f"a {kind} prior of scale {scale:g} (shape {shape:g}) over {H} "
+                         "hypotheses is not a finite distribution (its log-weights overflow); "
+                         "give a larger prior_scale")
+    return w
 
 
 def sample_from(rng: np.random.Generator, prior: np.ndarray | None, H: int,

@@ -117,12 +117,28 @@ def test_an_option_out_of_range_is_one_line_and_writes_nothing(argv, msg, status
     (["steer", "--shift", "1,inf", "--out", "X"], "shift_deltas must be finite"),
     (["capture", "--prompts", "p.txt", "--sites", "logits", "--positions", "x", "--out", "X"],
      "positions must be 'last', 'all' or comma-separated indices"),
+    # a prior whose log-weights overflow was a NaN prior and a silent perfect score
+    (["windtunnel", "train", "--task", "long_recall", "--prior", "gaussian", "--prior-scale",
+      "1e-300", "--preset", "tiny", "--steps", "20", "--out", "X"],
+     "long_recall: a gaussian prior of scale 1e-300 (shape 1) over 64 hypotheses is not a "
+     "finite distribution"),
+    (["windtunnel", "sample", "--task", "long_recall", "--prior", "generalised_gaussian",
+      "--prior-shape", "1000", "--prior-scale", "1e-3"], "is not a finite distribution"),
 ])
 def test_more_bad_options(argv, msg, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     assert msg in _one_clear_line(capsys.readouterr().err)
     assert not (tmp_path / "X").exists()
+
+
+def test_a_prior_that_overflows_is_refused_from_the_python_api_too():
+    from bayesgeom.windtunnel import TaskConfigError, make_task
+
+    with pytest.raises(TaskConfigError, match="is not a finite distribution"):
+        make_task("long_recall", prior="gaussian", prior_scale=1e-300)
+    tight = make_task("long_recall", prior="gaussian", prior_scale=1e-150)  # finite: kept
+    assert tight.prior is not None and abs(tight.prior.sum() - 1) < 1e-12
 
 
 # ---------------------------------------------------------------- files and folders
