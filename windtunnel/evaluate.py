@@ -6,6 +6,8 @@ infinite raises :class:`NonFiniteError` (a fault, exit status 1) instead of repo
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 from tqdm.auto import tqdm
@@ -19,10 +21,40 @@ from .task import TaskConfigError, TokenTask
 #: sequences per evaluation batch (part of the held-out stream's definition: batch i of a run's
 #: evaluation is stream (seed, EVAL, i), so changing it changes which sequences are drawn)
 EVAL_BATCH = 500
+#: an evaluation projected to run longer than this (seconds) on this machine is refused
+EVAL_TIME_LIMIT = 6 * 3600.0
+#: evaluations of up to this many batches are never timed beforehand (they end soon anyway)
+UNTIMED_BATCHES = 100
 
 
 class NonFiniteError(FaultError, FloatingPointError):
     """A model produced NaN or infinite values (a fault, exit status 1)."""
+
+
+def check_eval_time(batch_seconds: float, batches: int, what: str, lower: str,
+                    limit: float = EVAL_TIME_LIMIT) -> None:
+    """Refuse (:class:`TaskConfigError`, with the estimate) ``batches`` evaluation batches when
+    one took ``batch_seconds`` and all would run past ``limit`` seconds."""
+    total = batch_seconds * batches
+    if total > limit:
+        raise TaskConfigError(
+            f"{what} would take about {total / 3600:,.1f} h on this machine ({batches:,} "
+            f"batches of {batch_seconds:.2f} s; the limit is {limit / 3600:g} h); lower {lower}")
+
+
+@torch.no_grad()
+def batch_seconds(model: torch.nn.Module, task: TokenTask, logit_lens: bool,
+                  seed: int = 0) -> float:
+    """Seconds one evaluation batch of :data:`EVAL_BATCH` sequences takes ``model`` here
+    (measured once, on a stream no evaluation uses)."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    b = task.sample(EVAL_BATCH, stream(seed, Purpose.INSPECT, 1)).to(device)
+    t0 = time.perf_counter()
+    model(b.input_ids, output_hidden_states=logit_lens)
+    model.train(was_training)
+    return time.perf_counter() - t0
 
 
 @torch.no_grad()
@@ -54,6 +86,7 @@ def evaluate(
     layer_accs: list[Accumulator] = []
     done, i = 0, 0
     bar = tqdm(total=n, desc="eval", unit="seq", disable=not progress, leave=False)
+    t_first = time.perf_counter()
     while done < n:
         b = task.sample(min(batch_size, n - done), stream(seed, Purpose.EVAL, i)).to(device)
         out = model(b.input_ids, output_hidden_states=logit_lens)
@@ -74,6 +107,9 @@ def evaluate(
         done += b.n
         i += 1
         bar.update(b.n)
+        if i == 1 and n > batch_size * UNTIMED_BATCHES:  # the first batch times the rest
+            check_eval_time(time.perf_counter() - t_first, -(-n // batch_size),
+                            f"evaluating {n:,} sequences", "--n")
     bar.close()
     model.train(was_training)
     per_layer = None

@@ -37,7 +37,14 @@ from transformers import PreTrainedModel
 from ..records import RunDir, run_manifest
 from .architectures import build_model, n_params
 from .checkpoint import latest_checkpoint_dir, load_checkpoint, save_checkpoint, save_dense
-from .evaluate import NonFiniteError, evaluate
+from .evaluate import (
+    EVAL_BATCH,
+    UNTIMED_BATCHES,
+    NonFiniteError,
+    batch_seconds,
+    check_eval_time,
+    evaluate,
+)
 from .metrics import CalibrationReport
 from .progress import TrainingBar
 from .runs import EXPERIMENT, log_frame, read_finished, write_finished
@@ -90,6 +97,24 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam
     )
 
 
+def check_eval_budget(cfg: TrainConfig, task: TokenTask) -> None:
+    """Before the run is claimed: refuse evaluations that would not end (``--eval-size`` at
+    every ``--eval-every`` steps, ``--final-eval-size`` once) on the time one batch of a fresh
+    model takes here (:func:`~windtunnel.evaluate.check_eval_time`). Runs whose evaluations
+    are at most :data:`~windtunnel.evaluate.UNTIMED_BATCHES` batches are not timed."""
+    periodic = -(-cfg.eval_size // EVAL_BATCH) * (cfg.steps // cfg.eval_every)
+    final = -(-cfg.final_eval_size // EVAL_BATCH)
+    if max(-(-cfg.eval_size // EVAL_BATCH), final) <= UNTIMED_BATCHES:
+        return
+    model = build_model(task, cfg.arch, cfg.preset, cfg.seed).to(cfg.device or "cpu")
+    check_eval_time(batch_seconds(model, task, logit_lens=False), periodic,
+                    f"evaluating {cfg.eval_size:,} sequences every {cfg.eval_every} steps",
+                    "--eval-size or raise --eval-every")
+    check_eval_time(batch_seconds(model, task, logit_lens=True), final,
+                    f"the final evaluation of {cfg.final_eval_size:,} sequences",
+                    "--final-eval-size")
+
+
 def train(
     cfg: TrainConfig,
     out: str | Path,
@@ -123,6 +148,7 @@ def train(
     check_hooks(cfg, prepare, monitor)
     if monitor is not None:
         monitor.check(cfg)
+    check_eval_budget(cfg, task)
     out = Path(out)
     settings = cfg.settings(task)
     with RunDir(out, EXPERIMENT, settings, restart=restart,

@@ -132,6 +132,22 @@ def test_more_bad_options(argv, msg, tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "X").exists()
 
 
+@pytest.mark.parametrize("args, msg", [
+    (["--V", "10000000"], "lower --V or --L or --n"),
+    (["--V", "100000"], "(2 sequences of 199,997 tokens, 99,999 positions x 100,000 hypotheses"),
+    (["--task", "long_recall", "--value-vocab", "10000000"], "lower --length or --value-vocab"),
+    (["--task", "long_recall", "--length", "64000000"], "2 sequences of 64,000,000 tokens"),
+])
+def test_a_sample_too_large_is_refused_before_it_is_drawn(args, msg, capsys):
+    """The size a sample would print (and its memory, as ``train`` estimates it) is checked
+    first: refused at once with the estimate, where drawing it took minutes and GBs."""
+    t0 = time.perf_counter()
+    assert main(["windtunnel", "sample", *args]) == 2
+    line = _one_clear_line(capsys.readouterr().err)
+    assert msg in line and "windtunnel sample would print" in line, line
+    assert time.perf_counter() - t0 < 5, "refused only after drawing"
+
+
 def test_a_prior_that_overflows_is_refused_from_the_python_api_too():
     from bayesgeom.windtunnel import TaskConfigError, make_task
 
