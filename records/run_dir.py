@@ -110,6 +110,11 @@ def hold(out: str | Path) -> Iterator[Path]:
                 out.rmdir()  # only if empty
 
 
+#: what every run record holds (:meth:`RunDir._write`); one that names its experiment but
+#: lacks another of these is damaged
+RECORD_KEYS = ("experiment", "fingerprint", "status", "settings")
+
+
 def _visible(out: Path) -> list[Path]:
     return sorted(p for p in out.iterdir() if p.name not in (LOCK, OWNER))
 
@@ -131,11 +136,20 @@ def check_out(out: str | Path, experiment: str) -> dict[str, Any] | None:
                               f"({names}{' ...' if len(others) > 3 else ''}); choose an "
                               "empty or new --out")
         return None
-    rec = read_json(path, expect=dict, fix=f"choose another --out or delete {out}")
+    fix = f"delete {out} (or choose another --out) and run again"
+    rec = read_json(path, expect=dict, fix=fix)
+    missing = [k for k in RECORD_KEYS if k not in rec]
     kind = rec.get("experiment")
-    if kind is None:
+    if not rec:
+        raise FileFault(f"{path} is damaged: it holds an empty record; {fix}")
+    if kind is None:  # records of before the experiment key hold other keys (config, task)
         raise RunDirError(f"{path} was written by an older bayesgeom (it names no "
                           "command); choose another --out")
+    if missing or not isinstance(rec["settings"], dict) or not isinstance(kind, str):
+        raise FileFault(f"{path} is damaged: "
+                        + (f"it lacks {', '.join(missing)}" if missing else
+                           "its experiment or settings are not what bayesgeom writes")
+                        + f"; {fix}")
     if kind != experiment:
         raise RunDirError(f"{out} holds a bayesgeom {kind} run; choose another --out")
     return rec

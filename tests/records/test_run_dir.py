@@ -133,6 +133,25 @@ def test_the_run_record_is_read_whole_or_named_as_damaged(tmp_path):
         RunDir(out, "geometry", {}).__enter__()
 
 
+@pytest.mark.parametrize("record, msg", [
+    ("{}", "is damaged: it holds an empty record"),
+    ('{"experiment": "geometry"}', "is damaged: it lacks fingerprint, status, settings"),
+    ('{"experiment": "geometry", "fingerprint": "f", "status": "done"}',
+     "is damaged: it lacks settings"),
+    ('{"experiment": "geometry", "fingerprint": "f", "status": "done", "settings": 3}',
+     "is damaged: its experiment or settings are not what bayesgeom writes"),
+])
+def test_a_damaged_run_record_is_named_as_damage_with_the_fix(tmp_path, record, msg):
+    """Not "an older bayesgeom" nor "another run with other settings ... --restart"."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "run.json").write_text(record)
+    with pytest.raises(FileFault, match=msg) as e:
+        RunDir(out, "geometry", {"a": 1}).__enter__()
+    assert f"delete {out} (or choose another --out) and run again" in str(e.value)
+    assert e.value.exit_code == 1
+
+
 def test_checksums_find_truncated_and_altered_files(tmp_path):
     d = tmp_path / "ck"
     d.mkdir()
