@@ -46,7 +46,8 @@ class Option:
     ``negate``: for a boolean that defaults to True, the flag that turns it
     off; ``required``: the command line must give it; ``cli=False``: API only;
     ``identity=False``: the value does not change the results (the output folder, progress
-    bars, batch sizes), so :func:`run_settings` leaves it out of the run's fingerprint."""
+    bars, batch sizes), so :func:`run_settings` leaves it out of the run's fingerprint;
+    ``unique``: a tuple whose elements must differ (a list of runs, archs or seeds)."""
 
     help: str
     flag: str | None = None
@@ -60,6 +61,7 @@ class Option:
     cli: bool = True
     metavar: str | None = None
     identity: bool = True
+    unique: bool = False
 
 
 def option(default: Any, help: str, *, factory: Callable[[], Any] | None = None,
@@ -174,6 +176,9 @@ def _violation(cfg: Any) -> str | None:
             return bad_type
         if opt.choices is not None and value not in opt.choices:
             return f"{f.name} must be one of {', '.join(map(str, opt.choices))}, got {value!r}"
+        if opt.unique and isinstance(value, tuple) and len(set(value)) < len(value):
+            twice = sorted({str(v) for v in value if value.count(v) > 1})
+            return f"{f.name} names {', '.join(twice)} more than once, got {value!r}"
         for v in _values(value):
             if isinstance(v, bool) or not isinstance(v, int | float):
                 continue

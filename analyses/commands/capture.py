@@ -17,6 +17,7 @@ from ..kit.options import (
     config_from_args,
     dtype_option,
     model_option,
+    out_path,
     restart_option,
 )
 
@@ -41,7 +42,7 @@ class CaptureOptions:
     positions: str | tuple[int, ...] = option(
         "last", "last, all, or comma-separated indices such as 0,-1", parse=positions)
     out: Path = option(Path("runs/capture"), "store directory (an unfinished one resumes)",
-                       required=True)
+                       required=True, parse=out_path)
     backend: str = option("hf", "hook backend", choices=("hf", "transformer_lens"))
     batch_size: int = batch_size_option(8)
     shard_prompts: int | None = option(
@@ -65,6 +66,9 @@ def read_prompts(path: Path) -> list[str]:
     lines = [line.rstrip("\r") for line in lines]
     if not lines:
         raise CLIError(f"{path} holds no prompts (one prompt per line)")
+    nul = next((i for i, line in enumerate(lines, 1) if "\x00" in line), None)
+    if nul is not None:
+        raise CLIError(f"{path}: line {nul} holds a NUL byte; save the prompts as plain text")
     blank = next((i for i, line in enumerate(lines, 1) if not line.strip()), None)
     if blank is not None:
         raise CLIError(f"{path}: line {blank} is empty; remove blank lines (one prompt per "

@@ -20,7 +20,7 @@ from typing import Any
 
 from ...records import check_options, declared, json_safe, option, seed_option
 from ...windtunnel import TASKS, TokenTask
-from ..kit.options import CLIError, add_option, add_options, config_from_args
+from ..kit.options import CLIError, add_option, add_options, config_from_args, out_path
 
 PREFIX = "task_"
 
@@ -78,7 +78,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
     t = wsub.add_parser("train", parents=[parent],
                         help="train a model on a task (resumes an unfinished --out)")
     add_options(t, TrainConfig)
-    t.add_argument("--out", required=True, type=Path,
+    t.add_argument("--out", required=True, type=out_path,
                    help="run directory (created; resumed if unfinished with the same settings, "
                         "restarted in place if unfinished with others)")
     add_task_options(t, token_only=True)

@@ -56,10 +56,11 @@ class ExtrapolationConfig(Seeded, RunOptions, experiment="extrapolation"):
     """One extrapolation study (module doc)."""
 
     seed: int = seed_option(0, "seed of training and of the held-out sequences")
-    archs: tuple[str, ...] = option(SCHEMES, "architectures, one per positional scheme")
+    archs: tuple[str, ...] = option(SCHEMES, "architectures, one per positional scheme",
+                                    unique=True)
     length: int = option(16, "training length L (tokens)", min=6)
     multiples: tuple[int, ...] = option((1, 2, 5, 10, 50, 100, 500),
-                                        "evaluation lengths as multiples of L")
+                                        "evaluation lengths as multiples of L", unique=True)
     key_vocab: int = option(16, "long_recall keys", min=2)
     value_vocab: int = option(16, "long_recall values (the hypotheses)", min=2)
     noise: float = option(0.0, "long_recall observation noise", min=0.0, max=0.5)

@@ -123,8 +123,16 @@ def batch_size_option(default: int) -> Any:
     return option(default, "prompts per forward pass", min=1, identity=False)
 
 
+def out_path(text: str) -> Path:
+    """An output folder from the command line; an empty one (``--out ""``, which would be the
+    current folder) is refused."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; give the output folder")
+    return Path(text)
+
+
 def out_option(default: str, help: str = "output directory") -> Any:
-    return option(Path(default), help, required=True, identity=False)
+    return option(Path(default), help, required=True, identity=False, parse=out_path)
 
 
 def progress_option() -> Any:

@@ -84,11 +84,12 @@ def json_lists(text: str) -> dict[str, Any]:
 class SweepConfig(RunOptions, experiment="sweep"):
     """The grid and the training settings every cell shares."""
 
-    tasks: tuple[str, ...] = option(("bijection",), "token tasks (bijection, hmm, ...)")
+    tasks: tuple[str, ...] = option(("bijection",), "token tasks (bijection, hmm, ...)",
+                                    unique=True)
     archs: tuple[str, ...] = option(("transformer",), "architectures (transformer, "
-                                    "mlp-position, mlp-flat, ...)")
-    presets: tuple[str, ...] = option(("small",), "model sizes")
-    seeds: tuple[int, ...] = seed_option((0, 1, 2), "seeds (one run each)")
+                                    "mlp-position, mlp-flat, ...)", unique=True)
+    presets: tuple[str, ...] = option(("small",), "model sizes", unique=True)
+    seeds: tuple[int, ...] = seed_option((0, 1, 2), "seeds (one run each)", unique=True)
     steps: int = same_option(TrainConfig, "steps", 2000)
     max_minutes: float | None = same_option(TrainConfig, "max_minutes")
     batch_size: int = same_option(TrainConfig, "batch_size")

@@ -124,6 +124,12 @@ def test_an_option_out_of_range_is_one_line_and_writes_nothing(argv, msg, status
      "finite distribution"),
     (["windtunnel", "sample", "--task", "long_recall", "--prior", "generalised_gaussian",
       "--prior-shape", "1000", "--prior-scale", "1e-3"], "is not a finite distribution"),
+    # an empty --out was the current folder; a list naming a run twice was run twice
+    (["detect", "--out", ""], "argument --out: an empty path; give the output folder"),
+    (["windtunnel", "train", "--out", ""], "argument --out: an empty path"),
+    (["extrapolate", "--archs", "llama", "llama", "--out", "X"],
+     "archs names llama more than once"),
+    (["sweep", "--seeds", "0,0", "--out", "X"], "seeds names 0 more than once"),
 ])
 def test_more_bad_options(argv, msg, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -162,6 +168,7 @@ def test_a_prior_that_overflows_is_refused_from_the_python_api_too():
     (b"caf\xe9\n", r"is not UTF-8 text (byte 0xe9 on line 1); save it as UTF-8"),
     (b"", "holds no prompts"),
     (b"one\n\ntwo\n", "line 2 is empty"),
+    (b"one\ntw\x00o\n", "line 2 holds a NUL byte; save the prompts as plain text"),
     (None, "is a directory; pass a text file"),
 ])
 def test_bad_prompt_files(content, msg, tmp_path, capsys, monkeypatch):

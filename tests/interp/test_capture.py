@@ -143,6 +143,8 @@ def test_bad_input_errors(llama, prompts):
         capture(llama, [], ["resid_post.0"], progress=False)
     with pytest.raises(PromptError, match="prompt 1 is an empty string"):
         capture(llama, ["a", ""], ["resid_post.0"], progress=False)
+    with pytest.raises(PromptError, match=r"prompt 1 holds a NUL byte \(at character 2\)"):
+        capture(llama, ["a", "ok\x00"], ["resid_post.0"], progress=False)
     long = " ".join(["capital"] * 80)
     with pytest.raises(PromptError, match=r"prompt 1 .* longer than the model context of 64"):
         capture(llama, ["ok", long], ["resid_post.0"], progress=False)
