@@ -51,7 +51,16 @@ import numpy as np
 
 from ... import interp
 from ...probes.posterior_consistency import coverage
-from ...records import Parts, fingerprint, from_json, option, run_settings, seed_option
+from ...records import (
+    Parts,
+    RunDirError,
+    check_out,
+    fingerprint,
+    from_json,
+    option,
+    run_settings,
+    seed_option,
+)
 from ..detect.result import DetectResult
 from ..detect.run import DetectConfig, run_detect
 from ..geometry.result import GeometryResult
@@ -61,6 +70,7 @@ from ..kit.models import open_model
 from ..kit.out_dirs import claim
 from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded
 from ..kit.writer import write_run
+from ..prompts.corpora import DOMAINS
 from ..prompts.pool import PoolError
 from ..verify.result import ConsistencyResult
 from ..verify.run import ConsistencyConfig, prompts_for, read_model, run_consistency
@@ -126,6 +136,19 @@ class MonitorConfig(ModelOptions, Batched, Seeded, RunOptions, experiment="monit
         if len(set(self.separation_sets)) != 2:
             raise ExperimentError(f"--separation-sets {','.join(self.separation_sets)}: give two "
                                "different domains, e.g. code,legal")
+        unknown = [d for d in self.separation_sets if d not in DOMAINS]
+        if unknown:
+            raise ExperimentError(f"--separation-sets: unknown domain(s) {', '.join(unknown)}; "
+                                  f"choose two of {', '.join(DOMAINS)}")
+        if self.extrapolation is not None:  # before any sub-run: it is read only at the end
+            try:
+                why = "" if check_out(self.extrapolation, "extrapolation") else "it is empty"
+            except RunDirError as e:
+                why = str(e).split(";")[0]
+            if why:
+                raise ExperimentError(f"--extrapolation {self.extrapolation} is not a "
+                                      f"`bayesgeom extrapolate` run ({why}); give the --out "
+                                      "of one")
 
     def thresholds(self) -> dict[str, float]:
         """Every threshold option by name (what the summary prints)."""

@@ -130,6 +130,11 @@ def test_an_option_out_of_range_is_one_line_and_writes_nothing(argv, msg, status
     (["extrapolate", "--archs", "llama", "llama", "--out", "X"],
      "archs names llama more than once"),
     (["sweep", "--seeds", "0,0", "--out", "X"], "seeds names 0 more than once"),
+    # monitor: refused before detect, verify and geometry run, not after (or never)
+    (["monitor", "--separation-sets", "foo,bar", "--out", "X"],
+     "--separation-sets: unknown domain(s) foo, bar; choose two of code"),
+    (["monitor", "--extrapolation", ".", "--out", "X"],
+     "--extrapolation . is not a `bayesgeom extrapolate` run (it is empty)"),
 ])
 def test_more_bad_options(argv, msg, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
