@@ -196,7 +196,10 @@ def load_run(path: str | Path) -> LoadedRun:
         arch = rec["config"].get("arch") if isinstance(rec["config"], dict) else None
         if not isinstance(arch, str):
             raise CheckpointError(f"{rec_path} names no architecture (config.arch); {fix}")
-        if rec.get("status") == "done" and (path / "model").exists():
+        if rec.get("status") == "done":  # finished: its final model, never a checkpoint
+            if not (path / "model").is_dir():
+                raise CheckpointError(f"{path} is a finished run without its model/ folder; "
+                                      f"{fix}")
             steps = rec.get("steps_done")
             if not isinstance(steps, int):
                 raise CheckpointError(f"{rec_path} has no step count (steps_done); {fix}")

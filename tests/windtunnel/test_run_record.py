@@ -99,6 +99,15 @@ def test_a_snapshot_opens_with_its_task(finished):
     assert got.task is not None and got.task.name == "bijection"
 
 
+def test_a_finished_run_without_its_model_is_refused_not_read_from_a_checkpoint(run_copy):
+    """``eval`` opened the last checkpoint of such a run silently; ``train`` refuses it."""
+    shutil.rmtree(run_copy / "model")
+    with pytest.raises(CheckpointError, match="is a finished run without its model/ folder; "
+                                              "delete .* and train it again") as e:
+        load_run(run_copy)
+    assert exit_code(e.value) == 1
+
+
 def test_an_unfinished_run_lists_its_checkpoints_and_no_final_model(unfinished):
     rec = read_run(unfinished)
     assert rec.status != "done" and rec.steps_done is None and not rec.finished
