@@ -102,8 +102,8 @@ def test_a_snapshot_opens_with_its_task(finished):
 def test_a_finished_run_without_its_model_is_refused_not_read_from_a_checkpoint(run_copy):
     """``eval`` opened the last checkpoint of such a run silently; ``train`` refuses it."""
     shutil.rmtree(run_copy / "model")
-    with pytest.raises(CheckpointError, match="is a finished run without its model/ folder; "
-                                              "delete .* and train it again") as e:
+    with pytest.raises(CheckpointError, match=r"is a finished run without its model/ folder; "
+                                              r"delete .* and train it again") as e:
         load_run(run_copy)
     assert exit_code(e.value) == 1
 
