@@ -13,7 +13,9 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,17 +47,44 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
+#: what torch's zip writer (``torch.save``) raises, as a ``RuntimeError``, when a write fails
+TORCH_WRITE_FAILURES = ("PytorchStreamWriter failed", "unexpected pos", "file write failed")
+#: below this many free bytes a failed write is taken for a full disk
+FULL_BELOW = 1 << 20
+
+
+def _write_failure(e: RuntimeError, path: Path) -> OSError | None:
+    """The ``OSError`` a library's failed write stands for (no space where the disk holding
+    ``path`` is (nearly) full, else an I/O error), or None for any other RuntimeError."""
+    if not any(m in str(e) for m in TORCH_WRITE_FAILURES):
+        return None
+    where = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+    try:
+        full = shutil.disk_usage(where).free < FULL_BELOW
+    except OSError:
+        full = False
+    code = errno.ENOSPC if full else errno.EIO
+    return OSError(code, os.strerror(code), str(path))
+
+
 @contextlib.contextmanager
 def os_errors(path: str | Path, writing: bool = True,
               fix: str = "choose another --out") -> Iterator[None]:
     """Turn an ``OSError`` raised inside the block (not already a
-    :class:`~records.errors.FileFault`) into a one-line ``FileFault`` naming ``path``."""
+    :class:`~records.errors.FileFault`) into a one-line ``FileFault`` naming ``path``; when
+    writing, also the ``RuntimeError`` torch raises for a failed write (a full disk inside
+    ``torch.save``), so every writer ends in the same one line."""
     try:
         yield
     except FileFault:
         raise
     except OSError as e:
         raise FileFault(os_error_line(e, path, writing, fix)) from e
+    except RuntimeError as e:
+        os_error = _write_failure(e, Path(path)) if writing else None
+        if os_error is None:
+            raise
+        raise FileFault(os_error_line(os_error, path, writing, fix)) from e
 
 
 def make_dir(path: str | Path, fix: str = "choose another --out") -> Path:
