@@ -205,7 +205,13 @@ class HMMTask(TokenTask):
         if cfg.target_window < 0:
             raise TaskConfigError(f"target_window must be >= 0 observations (0: the exact "
                                   f"filter), got {cfg.target_window}")
-        self.cfg = replace(cfg, max_K=max(cfg.max_K, cfg.K))
+        longest = max(cfg.max_K, cfg.K)
+        if cfg.target_window > longest:
+            raise TaskConfigError(
+                f"target_window {cfg.target_window} exceeds the longest sequence this task is "
+                f"sized for (K={cfg.K}, max_K={longest}): a window that long is the exact "
+                "filter; give target_window 0 (the exact filter) or at most max_K")
+        self.cfg = replace(cfg, max_K=longest)
         self.S, self.O, self.K = cfg.S, cfg.O, cfg.K
 
     @property

@@ -46,6 +46,20 @@ from .options import (
 )
 
 
+def changed_options(cfg: Any, names: tuple[str, ...]) -> list[str]:
+    """Those of ``names`` whose value in ``cfg`` differs from the field's default (options a
+    user gave), in the order given."""
+    fields = {f.name: f for f in dataclasses.fields(cfg)}
+    out = []
+    for n in names:
+        f = fields[n]
+        default = (f.default_factory() if f.default_factory is not dataclasses.MISSING
+                   else f.default)
+        if getattr(cfg, n) != default:
+            out.append(n)
+    return out
+
+
 @dataclass
 class RunOptions:
     """Where a run writes and how it runs: ``out`` (its folder, ``runs/<experiment>`` by

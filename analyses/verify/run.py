@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -44,13 +45,13 @@ from ...probes.posterior_consistency import (
     tracking_correlation,
 )
 from ...records import option, seed_option
-from ...windtunnel import PosteriorPrompts, TaskConfigError
+from ...windtunnel import PosteriorPrompts, TaskConfigError, is_windtunnel_dir
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model
 from ..kit.options import layers_option
 from ..kit.out_dirs import claim
-from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded
+from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded, changed_options
 from ..kit.writer import write_run
 from ..prompts.sula import model_posterior_prompts
 from .result import ConsistencyResult, HeadTracking, OutputScore
@@ -72,6 +73,20 @@ class ConsistencyConfig(ModelOptions, Batched, Seeded, RunOptions,
                           max=1)
     min_r: float = option(0.3, "smallest |r| for 'carries the posterior'", min=0, max=1)
     sula_seed: int = seed_option(42, "seed of SULA's draws")
+
+    def check(self) -> None:
+        """The shared checks, and no SULA option given for a wind tunnel (it reads its own
+        task's sequences, so ``labels``, ``n_per_k`` and ``sula_seed`` would be ignored)."""
+        super().check()
+        sula_only = changed_options(self, SULA_ONLY)
+        if sula_only and self.model is not None and is_windtunnel_dir(Path(self.model)):
+            raise self.error(f"{', '.join('--' + o.replace('_', '-') for o in sula_only)} "
+                             f"appl{'ies' if len(sula_only) == 1 else 'y'} to text models (SULA "
+                             f"prompts); {self.model} is a wind tunnel, read on its own task")
+
+
+#: the options only SULA prompts (a text model's) read
+SULA_ONLY = ("labels", "n_per_k", "sula_seed")
 
 
 def prompts_for(m: interp.InterpModel, cfg: ConsistencyConfig) -> PosteriorPrompts:

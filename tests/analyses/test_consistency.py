@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import torch
 
 from bayesgeom.analyses.cli import main
@@ -38,6 +39,19 @@ def test_a_model_outputting_the_exact_posterior_is_fully_consistent(windtunnel_r
     assert len(heads) == 2 * 2  # layers x heads of the tiny preset
     for f in ("groups.parquet", "summary.json", "manifest.json", "report.html"):
         assert (tmp_path / "v" / f).is_file()
+
+
+@pytest.mark.parametrize("flags, msg", [
+    (["--sula-seed", "7"], "--sula-seed applies to text models (SULA prompts)"),
+    (["--n-per-k", "3", "--sula-seed", "7"], "--n-per-k, --sula-seed apply to text models"),
+])
+def test_sula_options_on_a_wind_tunnel_are_refused_not_ignored(windtunnel_run, tmp_path, capsys,
+                                                                flags, msg):
+    out = tmp_path / "c"
+    assert main(["verify", "--model", str(windtunnel_run), "--out", str(out), *flags]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and msg in err[0] and "is a wind tunnel" in err[0], err
+    assert not out.exists()
 
 
 def test_cli_json_on_a_wind_tunnel(windtunnel_run, tmp_path, capsys):

@@ -23,18 +23,17 @@ TORCH_FULL = "[enforce fail at inline_container.cc:664] . unexpected pos 1088 vs
 
 def test_the_writer_error_of_a_full_disk_is_the_one_line_disk_message(tmp_path, monkeypatch):
     monkeypatch.setattr(shutil, "disk_usage", lambda p: Usage(1 << 30, 1 << 30, 0))
-    with pytest.raises(FileFault, match=r"^no space left on the device holding .*x\.pt; free "
-                                        r"some space or write to another disk$"):
-        with os_errors(tmp_path / "x.pt"):
-            raise RuntimeError(TORCH_FULL)
+    with (pytest.raises(FileFault, match=r"^no space left on the device holding .*x\.pt; free "
+                                         r"some space or write to another disk$"),
+          os_errors(tmp_path / "x.pt")):
+        raise RuntimeError(TORCH_FULL)
     monkeypatch.setattr(shutil, "disk_usage", lambda p: Usage(1 << 30, 0, 1 << 30))
-    with pytest.raises(FileFault, match=r"cannot write .*x\.pt: Input/output error"):
-        with os_errors(tmp_path / "x.pt"):
-            raise RuntimeError("PytorchStreamWriter failed writing file data/0: file write "
-                               "failed")
-    with pytest.raises(RuntimeError, match="something else"):  # other errors stay bugs
-        with os_errors(tmp_path / "x.pt"):
-            raise RuntimeError("something else")
+    with (pytest.raises(FileFault, match=r"cannot write .*x\.pt: Input/output error"),
+          os_errors(tmp_path / "x.pt")):
+        raise RuntimeError("PytorchStreamWriter failed writing file data/0: file write failed")
+    with (pytest.raises(RuntimeError, match="something else"),  # other errors stay bugs
+          os_errors(tmp_path / "x.pt")):
+        raise RuntimeError("something else")
 
 
 def test_a_disk_full_checkpoint_is_one_line_and_the_run_resumes(tmp_path, monkeypatch):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bayesgeom.infotheory import entropy_bits_from_probs
-from bayesgeom.windtunnel import make_task
+from bayesgeom.windtunnel import TaskConfigError, make_task
 from bayesgeom.windtunnel.hmm import (
     EMIT,
     OBS,
@@ -182,3 +182,9 @@ def test_target_window_makes_the_windowed_filter_the_target_on_the_same_sequence
     assert lad_w[2]["entropy_mae_bits"] == lad_e[2]["entropy_mae_bits"] > 0
     with pytest.raises(ValueError, match="target_window"):
         make_task("hmm", K=6, target_window=-1)
+    # a window longer than any sequence the task is sized for is refused, not ignored
+    with pytest.raises(TaskConfigError, match=r"target_window 1000 exceeds the longest "
+                                              r"sequence this task is sized for \(K=20, "
+                                              r"max_K=50\)"):
+        make_task("hmm", K=20, target_window=1000)
+    assert make_task("hmm", K=20, target_window=50).config()["target_window"] == 50
