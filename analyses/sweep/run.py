@@ -30,12 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
-import os
 import sys
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,13 +48,12 @@ from ..kit.errors import ExperimentError
 from ..kit.out_dirs import claim
 from ..kit.run_options import RunOptions
 from ..kit.writer import write_run
-from .evals import cached, check_overrides, evaluate_overrides, metric_names
+from .evals import cached, check_overrides, metric_names
 from .result import SweepCell, SweepResult
+from .workers import METRICS, local_runs, sigterm_stops, submitit_runs
 
 BACKENDS = ("local", "submitit")
 #: the metrics aggregated per cell (TrainResult's report, plus size and time)
-METRICS = ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "tvd", "accuracy",
-           "params", "steps", "wall_s")
 
 
 def json_object(text: str, value: type = dict, example: str = '{"hmm": {"K": 20}}',
@@ -176,30 +171,6 @@ def cells(cfg: SweepConfig) -> list[Cell]:
     return out
 
 
-# ---------------------------------------------------------------- one cell
-def _threads(workers: int) -> None:
-    import torch
-
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
-
-
-def run_cell(train_cfg: dict[str, Any], out: str,
-             evals: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
-    """Train (or resume) one cell in ``out``, then run its extra evaluations; the row of its
-    metrics. Runs in a worker."""
-    from ...windtunnel.training import train
-
-    cfg = TrainConfig.from_json(train_cfg)
-    res = train(cfg, out, progress=False)
-    assert res.report is not None
-    rep = res.report.to_dict()
-    extra = evaluate_overrides(Path(out), cfg.task, cfg.settings(cfg.validate())["task_params"],
-                               cfg.seed, cfg.final_eval_size, list(evals))
-    return {**{k: rep[k] for k in METRICS if k in rep}, "params": res.params,
-            "steps": res.steps_done, "wall_s": res.wall_s, "stop_reason": res.stop_reason,
-            **extra}
-
-
 def finished_row(cell: Cell, out: Path) -> dict[str, Any] | None:
     """The metrics of a cell already finished in ``out`` with the same settings (verified by
     its checksums), else None: such a cell is not submitted again."""
@@ -215,31 +186,6 @@ def finished_row(cell: Cell, out: Path) -> dict[str, Any] | None:
     summary, _ = read_finished(out)
     return {**{k: summary.get(k) for k in METRICS}, "steps": rec.get("steps_done"),
             "wall_s": rec.get("wall_s"), "stop_reason": rec.get("stop_reason"), **extra}
-
-
-# ---------------------------------------------------------------- backends
-def _local(jobs: list[tuple[Cell, Path]], workers: int) -> Iterator[tuple[Cell, Callable]]:
-    ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_threads,
-                             initargs=(workers,)) as pool:
-        futs: dict[Future, Cell] = {pool.submit(run_cell, c.train.to_json(), str(p), c.evals): c
-                                    for c, p in jobs}
-        for f in as_completed(futs):
-            yield futs[f], f.result
-
-
-def _submitit(jobs: list[tuple[Cell, Path]], workers: int, folder: Path,
-              ) -> Iterator[tuple[Cell, Callable]]:
-    try:
-        import submitit
-    except ImportError:
-        raise ExperimentError("the submitit backend needs submitit: pip install submitit") from None
-    ex = submitit.AutoExecutor(folder=folder)
-    ex.update_parameters(timeout_min=24 * 60, slurm_array_parallelism=workers)
-    submitted = ex.map_array(run_cell, [c.train.to_json() for c, _ in jobs],
-                             [str(p) for _, p in jobs], [c.evals for c, _ in jobs])
-    for (cell, _), job in zip(jobs, submitted, strict=True):
-        yield cell, job.result
 
 
 def _failed(cell: Cell, e: BaseException) -> dict[str, Any]:
@@ -283,15 +229,16 @@ def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepRes
             rows[c.name] = {**done, "status": "reused", "error": None}
     bar = tqdm(total=len(grid), initial=len(rows), desc="sweep cells", unit="cell",
                disable=not cfg.progress)
-    runs = _local(todo, cfg.workers) if cfg.backend == "local" else \
-        _submitit(todo, cfg.workers, out / "submitit")
+    runs = local_runs(todo, cfg.workers) if cfg.backend == "local" else \
+        submitit_runs(todo, cfg.workers, out / "submitit")
     if todo:
-        for cell, result in runs:
-            try:
-                rows[cell.name] = {**result(), "status": "trained", "error": None}
-            except Exception as e:  # a failed cell is recorded, not fatal
-                rows[cell.name] = _failed(cell, e)
-            bar.update(1)
+        with sigterm_stops():
+            for cell, result in runs:
+                try:
+                    rows[cell.name] = {**result(), "status": "trained", "error": None}
+                except Exception as e:  # a failed cell is recorded, not fatal
+                    rows[cell.name] = _failed(cell, e)
+                bar.update(1)
     bar.close()
     extra = cfg.extra_metrics()
     table = pd.DataFrame([{"cell": c.name, "task": c.task, "arch": c.arch, "preset": c.preset,
