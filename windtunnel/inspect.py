@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .seeds import Purpose, stream
-from .task import Task, TaskBatch, TokenTask
+from .task import Task, TaskBatch, TaskConfigError, TokenTask
 
 
 def batch_records(task: TokenTask, batch: TaskBatch, digits: int = 6) -> list[dict[str, Any]]:
@@ -31,10 +31,35 @@ def batch_records(task: TokenTask, batch: TaskBatch, digits: int = 6) -> list[di
     return recs
 
 
+#: the most values ``windtunnel sample`` prints (tokens and posterior entries, about 9
+#: characters each: ~90 MB of text)
+PRINT_LIMIT = 10_000_000
+
+
+def check_sample_size(task: Task, n: int) -> None:
+    """Refuse, before anything is drawn, a sample whose batch would not fit in memory
+    (:meth:`TokenTask.check_memory`, the estimate ``train`` uses) or whose printout -- every
+    token, and every supervised position's posterior over every hypothesis -- would exceed
+    :data:`PRINT_LIMIT` values."""
+    if not isinstance(task, TokenTask):
+        return
+    task.check_memory(n, task.batch_bytes(n, logits=False), "--n", logits=False)
+    tokens, post = n * task.seq_len, n * task.n_queries * task.n_hypotheses
+    if tokens + post > PRINT_LIMIT:
+        sizes = [f"--{k.replace('_', '-')}" for k in task.size_options]
+        raise TaskConfigError(
+            f"windtunnel sample would print {tokens + post:,} values ({n} sequences of "
+            f"{task.seq_len:,} tokens, {task.n_queries:,} positions x {task.n_hypotheses:,} "
+            f"hypotheses of posterior each), more than {PRINT_LIMIT:,}; lower "
+            f"{' or '.join([*sizes, '--n'])}")
+
+
 def sample_records(task: Task, n: int, seed: int, digits: int = 6) -> dict[str, Any]:
-    """``{"task", "seed", "sequences" | "prompts", ...}``: what ``sample --json`` prints. Token
-    tasks draw from stream ``(seed, INSPECT, 0)`` (:mod:`windtunnel.seeds`), not from a
-    training or evaluation stream."""
+    """``{"task", "seed", "sequences" | "prompts", ...}``: what ``sample --json`` prints,
+    refused first if too large (:func:`check_sample_size`). Token tasks draw from stream
+    ``(seed, INSPECT, 0)`` (:mod:`windtunnel.seeds`), not from a training or evaluation
+    stream."""
+    check_sample_size(task, n)
     out: dict[str, Any] = {"task": task.config(), "seed": seed}
     if isinstance(task, TokenTask):
         out["tokens"] = task.describe_tokens()

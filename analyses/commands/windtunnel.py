@@ -95,35 +95,9 @@ def sample(ns: argparse.Namespace) -> int:
 
     o = config_from_args(SampleOptions, ns)
     check_options(o)
-    task = make_task(o.task, **task_params(ns, o.task))
-    check_sample_size(task, o.n)
-    rec = sample_records(task, o.n, o.seed)
+    rec = sample_records(make_task(o.task, **task_params(ns, o.task)), o.n, o.seed)
     print(json.dumps(rec) if ns.json else format_records(rec))
     return 0
-
-
-#: the most values ``windtunnel sample`` prints (tokens and posterior entries, about 9
-#: characters each: ~90 MB of text)
-PRINT_LIMIT = 10_000_000
-
-
-def check_sample_size(task: Any, n: int) -> None:
-    """Refuse, before anything is drawn, a sample whose batch would not fit in memory
-    (:meth:`TokenTask.check_memory`, the estimate ``train`` uses) or whose printout -- every
-    token, and every supervised position's posterior over every hypothesis -- would exceed
-    :data:`PRINT_LIMIT` values."""
-    from ...windtunnel import TokenTask
-
-    if not isinstance(task, TokenTask):
-        return
-    task.check_memory(n, task.batch_bytes(n, logits=False), "--n", logits=False)
-    tokens, post = n * task.seq_len, n * task.n_queries * task.n_hypotheses
-    if tokens + post > PRINT_LIMIT:
-        sizes = [f"--{k.replace('_', '-')}" for k in task.size_options]
-        raise CLIError(f"windtunnel sample would print {tokens + post:,} values ({n} sequences "
-                       f"of {task.seq_len:,} tokens, {task.n_queries:,} positions x "
-                       f"{task.n_hypotheses:,} hypotheses of posterior each), more than "
-                       f"{PRINT_LIMIT:,}; lower {' or '.join([*sizes, '--n'])}")
 
 
 def train(ns: argparse.Namespace) -> int:

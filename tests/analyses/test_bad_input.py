@@ -159,6 +159,26 @@ def test_a_sample_too_large_is_refused_before_it_is_drawn(args, msg, capsys):
     assert time.perf_counter() - t0 < 5, "refused only after drawing"
 
 
+def test_a_sample_too_large_is_refused_from_the_python_api_too():
+    from bayesgeom.windtunnel import TaskConfigError, make_task
+    from bayesgeom.windtunnel.inspect import sample_records
+
+    with pytest.raises(TaskConfigError, match="windtunnel sample would print"):
+        sample_records(make_task("bijection", V=100000), 2, 0)
+
+
+SEEDED = [e for e in experiments() if "seed" in {f.name for f in dataclasses.fields(e.config)}]
+
+
+@pytest.mark.parametrize("experiment", SEEDED, ids=lambda e: e.name)
+def test_a_seed_out_of_range_is_refused_from_the_python_api(experiment, tmp_path):
+    from bayesgeom.analyses.kit import ExperimentError
+
+    for seed, msg in ((-1, "seed must be >= 0"), (2**64, r"seed must be <= 2\*\*64 - 1")):
+        with pytest.raises(ExperimentError, match=msg):
+            experiment.config(out=tmp_path / "x", seed=seed).check()
+
+
 def test_a_prior_that_overflows_is_refused_from_the_python_api_too():
     from bayesgeom.windtunnel import TaskConfigError, make_task
 
