@@ -32,9 +32,11 @@ class NonFiniteError(FaultError, FloatingPointError):
 
 
 def check_eval_time(batch_seconds: float, batches: int, what: str, lower: str,
-                    limit: float = EVAL_TIME_LIMIT) -> None:
+                    limit: float | None = None) -> None:
     """Refuse (:class:`TaskConfigError`, with the estimate) ``batches`` evaluation batches when
-    one took ``batch_seconds`` and all would run past ``limit`` seconds."""
+    one took ``batch_seconds`` and all would run past ``limit`` seconds (default
+    :data:`EVAL_TIME_LIMIT`, read at the call)."""
+    limit = EVAL_TIME_LIMIT if limit is None else limit
     total = batch_seconds * batches
     if total > limit:
         raise TaskConfigError(

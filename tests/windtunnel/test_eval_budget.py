@@ -1,5 +1,8 @@
 """Evaluations that would not end are refused, with the estimate, before the work: ``eval
---n`` after its first batch, ``train --eval-size`` before the run folder is claimed."""
+--n`` after its first batch, ``train --eval-size`` before the run folder is claimed.
+
+The sizes (10**12 sequences: 2e9 batches) and a one-minute limit make every refusal certain on
+any machine (a batch would have to take under 30 ns to pass), so no test can run away."""
 
 from __future__ import annotations
 
@@ -10,7 +13,15 @@ import pytest
 from bayesgeom.analyses.cli import main
 from bayesgeom.windtunnel import TaskConfigError, make_task
 from bayesgeom.windtunnel.architectures import build_model
+from bayesgeom.windtunnel import evaluate as evaluate_module
 from bayesgeom.windtunnel.evaluate import check_eval_time, evaluate
+
+HUGE = 10**12
+
+
+@pytest.fixture(autouse=True)
+def one_minute_limit(monkeypatch):
+    monkeypatch.setattr(evaluate_module, "EVAL_TIME_LIMIT", 60.0)
 from bayesgeom.windtunnel.training import TrainConfig, train
 
 
@@ -25,8 +36,9 @@ def test_an_endless_evaluation_stops_after_one_batch():
     task = make_task("bijection", V=5)
     model = build_model(task, "transformer", "tiny")
     t0 = time.perf_counter()
-    with pytest.raises(TaskConfigError, match="evaluating 1,000,000,000 sequences would take"):
-        evaluate(model, task, n=10**9)
+    with pytest.raises(TaskConfigError, match="evaluating 1,000,000,000,000 sequences would "
+                                              "take"):
+        evaluate(model, task, n=HUGE)
     assert time.perf_counter() - t0 < 5
     assert evaluate(model, task, n=600).n_sequences == 600  # short ones are not timed
 
@@ -34,10 +46,21 @@ def test_an_endless_evaluation_stops_after_one_batch():
 def test_train_refuses_an_endless_eval_size_before_claiming_its_folder(tmp_path, capsys):
     t0 = time.perf_counter()
     with pytest.raises(TaskConfigError, match="every 1000 steps would take about"):
-        train(TrainConfig(preset="tiny", eval_size=10**9), tmp_path / "run", progress=False)
-    assert main(["windtunnel", "train", "--preset", "tiny", "--eval-size", "1000000000",
+        train(TrainConfig(preset="tiny", eval_size=HUGE), tmp_path / "run", progress=False)
+    assert main(["windtunnel", "train", "--preset", "tiny", "--eval-size", str(HUGE),
                  "--out", str(tmp_path / "cli")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "lower --eval-size or raise --eval-every" in err[0], err
     assert time.perf_counter() - t0 < 10
     assert not (tmp_path / "run").exists() and not (tmp_path / "cli").exists()
+
+
+def test_eval_of_a_run_refuses_an_endless_n_in_one_line(tmp_path, capsys):
+    run = tmp_path / "B"
+    train(TrainConfig(preset="tiny", steps=20, eval_size=16, final_eval_size=16), run,
+          progress=False)
+    t0 = time.perf_counter()
+    assert main(["windtunnel", "eval", str(run), "--n", str(HUGE), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "evaluating 1,000,000,000,000 sequences would take about" in err[0]
+    assert "lower --n" in err[0] and time.perf_counter() - t0 < 5
