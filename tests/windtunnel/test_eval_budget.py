@@ -12,8 +12,8 @@ import pytest
 
 from bayesgeom.analyses.cli import main
 from bayesgeom.windtunnel import TaskConfigError, make_task
-from bayesgeom.windtunnel.architectures import build_model
 from bayesgeom.windtunnel import evaluate as evaluate_module
+from bayesgeom.windtunnel.architectures import build_model
 from bayesgeom.windtunnel.evaluate import check_eval_time, evaluate
 
 HUGE = 10**12
