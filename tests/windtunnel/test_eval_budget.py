@@ -15,6 +15,7 @@ from bayesgeom.windtunnel import TaskConfigError, make_task
 from bayesgeom.windtunnel import evaluate as evaluate_module
 from bayesgeom.windtunnel.architectures import build_model
 from bayesgeom.windtunnel.evaluate import check_eval_time, evaluate
+from bayesgeom.windtunnel.training import TrainConfig, train
 
 HUGE = 10**12
 
@@ -22,7 +23,6 @@ HUGE = 10**12
 @pytest.fixture(autouse=True)
 def one_minute_limit(monkeypatch):
     monkeypatch.setattr(evaluate_module, "EVAL_TIME_LIMIT", 60.0)
-from bayesgeom.windtunnel.training import TrainConfig, train
 
 
 def test_the_estimate_is_the_time_of_one_batch_times_the_batches():
