@@ -12,13 +12,24 @@ Edit spaces (the axis is fitted in a standardised space, :class:`probes.EntropyA
 
 Nulls (``n`` control directions per layer, unit, orthogonal to u; layer ℓ seeded seed + 1000·ℓ):
 
-* ``variance`` (default) -- :func:`interp.variance_matched_controls`: random directions with
-  Var(x·r) = Var(x·u) over the fitted clean final-token activations x (the axis is a
-  high-variance direction by construction, and a null must be able to move as much);
+* ``energy`` (default) -- :func:`probes.energy_controls.energy_matched_controls`: random
+  directions r carrying the axis' *energy where the edits are applied*, rᵀMr = uᵀMu with M the
+  uncentred second moment of the clean activations at every edited position of the scored
+  prompts, so a cut or keep-only along a control removes exactly what it removes along the
+  axis (a shift moves every direction by the same δσ); mutually orthogonal where the spectrum
+  allows, so that they are near-independent draws. Where no direction orthogonal to u carries
+  that energy (u is the top-energy direction), the stated fallback: random orthonormal
+  directions of equal energy in the top eigen-subspace, their energy ratio recorded;
+* ``variance`` -- :func:`interp.variance_matched_controls`: random directions with
+  Var(x·r) = Var(x·u) over the *fitted* clean final-token activations (centred: not what an
+  edit at every position removes);
 * ``norm`` -- :func:`interp.random_controls`: random directions matched only in norm (they carry
   far less of x than a top principal direction);
 * ``pcs`` -- the other principal components of the standardised activations (PC2, PC3, ... for
   a PC1 axis), mapped to raw space like u and orthogonalised against it.
+
+Every null's controls are described by :class:`ControlSet` (their energy ratio to the axis over
+the edited positions, method, effective number :func:`probes.energy_controls.effective_number`).
 """
 
 from __future__ import annotations
@@ -33,12 +44,11 @@ from ... import interp
 from ...infotheory import pearson
 from ...interp.interventions import DirectionEdit
 from ...probes import EntropyAxis, fit_pca
+from ...probes.energy_controls import EnergyMoments, effective_number, energy_matched_controls
+from .result import ControlSet
 
 EDIT_SPACES = ("readout", "standardised")
-NULLS = ("variance", "norm", "pcs")
-#: controls whose mean pairwise |cos| exceeds this are nearly one direction (a variance target
-#: near the top of the spectrum leaves little room): their spread, and so z and p_z, is too small
-CLUSTERED = 0.8
+NULLS = ("energy", "variance", "norm", "pcs")
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,17 +95,22 @@ def constant_safe_corr(a: np.ndarray, b: np.ndarray, sigma: float) -> float:
     return float(pearson(a, b))
 
 
-def controls(la: LayerAxis, x: np.ndarray, null: str, n: int, seed: int) -> np.ndarray:
-    """``n`` unit control directions [n, F] (float64) orthogonal to ``la.unit`` for activations
-    ``x`` [N, F] (module doc)."""
+def controls(la: LayerAxis, x: np.ndarray, moments: EnergyMoments, null: str, n: int,
+             seed: int) -> tuple[np.ndarray, str, str]:
+    """``n`` unit control directions [n, F] (float64) orthogonal to ``la.unit`` (module doc),
+    for fitted activations ``x`` [N, F] and the ``moments`` of the edited positions; with the
+    method that drew them and why it fell back ("" if it did not)."""
     u = torch.as_tensor(la.unit, dtype=torch.float64)
+    if null == "energy":
+        draw = energy_matched_controls(la.unit, moments, n, seed=seed)
+        return draw.directions, draw.method, draw.reason
     if null == "variance":
         return interp.variance_matched_controls(u, torch.as_tensor(x, dtype=torch.float64), n,
-                                                seed=seed).numpy()
+                                                seed=seed).numpy(), null, ""
     if null == "norm":
-        return interp.random_controls(u, n, seed=seed).numpy()
+        return interp.random_controls(u, n, seed=seed).numpy(), null, ""
     if null == "pcs":
-        return _pc_controls(la, x, n)
+        return _pc_controls(la, x, n), null, ""
     raise ValueError(f"null must be one of {', '.join(NULLS)}, got {null!r}")
 
 
@@ -122,14 +137,13 @@ def _pc_controls(la: LayerAxis, x: np.ndarray, n: int) -> np.ndarray:
 @dataclass
 class Directions:
     """Every direction set of an experiment: ``names`` ("axis", "control-0", ...), ``per_layer``
-    (for each name, one float32 [F] direction per edited layer, in layer order), ``ratios``
-    (layer -> [n] Var(x·r) / Var(x·u) of its controls over the clean fitted activations) and
-    ``mean_abs_cos`` (layer -> mean |cos| over pairs of its controls; NaN for one control)."""
+    (for each name, one float32 [F] direction per edited layer, in layer order) and
+    ``controls`` (layer -> :class:`ControlSet`: what its controls carry and how many
+    independent ones they amount to)."""
 
     names: list[str]
     per_layer: list[list[torch.Tensor]]
-    ratios: dict[int, np.ndarray]
-    mean_abs_cos: dict[int, float]
+    controls: dict[int, ControlSet]
 
     def __iter__(self) -> Iterator[tuple[str, list[torch.Tensor]]]:
         return iter(zip(self.names, self.per_layer, strict=True))
@@ -138,39 +152,37 @@ class Directions:
         return len(self.names)
 
 
-def edit_directions(reads: dict[int, LayerAxis], acts: dict[int, np.ndarray], null: str,
-                    n: int, seed: int) -> Directions:
+def edit_directions(reads: dict[int, LayerAxis], acts: dict[int, np.ndarray],
+                    moments: dict[int, EnergyMoments], null: str, n: int,
+                    seed: int) -> Directions:
     """The axis' edit direction and ``n`` controls per layer (``acts``: layer -> clean fitted
-    final-token activations [N, F])."""
+    final-token activations [N, F]; ``moments``: layer -> the clean activations' moments at
+    the edited positions)."""
     layers = sorted(reads)
-    ctrl = {L: controls(reads[L], acts[L], null, n, seed + 1000 * L) for L in layers}
-    ratios = {L: interp.variance_ratios(torch.as_tensor(ctrl[L]),
-                                        torch.as_tensor(reads[L].unit),
-                                        torch.as_tensor(acts[L], dtype=torch.float64)).numpy()
-              for L in layers}
+    ctrl, sets = {}, {}
+    for L in layers:
+        ctrl[L], method, reason = controls(reads[L], acts[L], moments[L], null, n,
+                                           seed + 1000 * L)
+        target = moments[L].energy(reads[L].unit)
+        ratios = np.array([moments[L].energy(r) for r in ctrl[L]]) / target
+        sets[L] = ControlSet.of(ratios, effective_number(ctrl[L], moments[L]), method, reason)
     names = ["axis", *(f"control-{i}" for i in range(n))]
     per_layer = [[torch.as_tensor(reads[L].unit).float() for L in layers]]
     per_layer += [[torch.as_tensor(ctrl[L][i]).float() for L in layers] for i in range(n)]
-    return Directions(names, per_layer, ratios, {L: mean_abs_cos(ctrl[L]) for L in layers})
+    return Directions(names, per_layer, sets)
 
 
-def mean_abs_cos(directions: np.ndarray) -> float:
-    """Mean |cos| over distinct pairs of rows of ``directions`` [n, F]; NaN when n < 2."""
-    d = np.asarray(directions, dtype=np.float64)
-    if d.shape[0] < 2:
-        return float("nan")
-    d = d / np.linalg.norm(d, axis=1, keepdims=True)
-    return float(np.abs(d @ d.T)[np.triu_indices(d.shape[0], 1)].mean())
-
-
-def edit_energy(x: np.ndarray, iv: DirectionEdit) -> float:
-    """The energy an edit moves, mean_i ‖x'_i − x_i‖² / mean_i ‖x_i‖², with x' = the edit of
-    ``iv`` (its own edit function and parameters, direction made unit) applied to ``x`` [N, F]
-    (the clean fitted final-token activations; in the model the edit also reaches the other
-    positions it is applied at). A fraction ≥ 0 of the activations' mean squared norm: how much
-    the edit removed (a cut of fraction f: f²·mean (x·u)² / mean ‖x‖²) or added (a δσ shift:
-    (δσ)² / mean ‖x‖²), not which of the two."""
-    xt = torch.as_tensor(np.asarray(x), dtype=torch.float64).flatten(1)
+def edit_energy(moments: EnergyMoments, iv: DirectionEdit) -> float:
+    """The energy an edit moves where it is applied, mean ‖x' − x‖² / mean ‖x‖² over every
+    edited position of the clean pass (``moments``), x' = the edit of ``iv`` (its own edit
+    function and parameters, direction made unit), exact for these affine edits
+    (:meth:`probes.energy_controls.EnergyMoments.edit_energy`). A fraction ≥ 0 of the
+    activations' mean squared norm: how much the edit removed (a cut of fraction f:
+    f²·mean (x·u)² / mean ‖x‖²) or added (a δσ shift: (δσ)² / mean ‖x‖²), not which."""
     d = torch.as_tensor(iv.direction, dtype=torch.float64).flatten()
-    new = iv.edit(xt, d / d.norm())
-    return float((new - xt).pow(2).sum(1).mean() / xt.pow(2).sum(1).mean())
+    unit = d / d.norm()
+
+    def edit(rows: np.ndarray) -> np.ndarray:
+        return iv.edit(torch.as_tensor(rows, dtype=torch.float64), unit).numpy()
+
+    return moments.edit_energy(edit)

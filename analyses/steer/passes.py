@@ -28,6 +28,7 @@ from ...interp.interventions import Intervention
 from ...interp.layer_resume import LayerInput, forward_from_layer, forward_recording, resume_error
 from ...interp.norm_freeze import final_norm_module, frozen_final_norm
 from ...interp.sites import HEAD_KINDS
+from ...probes.energy_controls import EnergyMoments
 from ...windtunnel import PosteriorPrompts
 
 #: resumed clean logits must match the full pass to this relative error, else full passes run
@@ -72,13 +73,30 @@ def _reader(store: list[torch.Tensor]) -> Any:
     return fn
 
 
+def _energy_reader(m: interp.InterpModel, moments: dict[int, EnergyMoments], layer: int,
+                   positions: str) -> Any:
+    """Adds the rows an edit at ``positions`` ("all": every real token; "last": the final one)
+    reaches to ``moments[layer]`` (site activations [B, T, ...] flattened per position)."""
+    def fn(x: torch.Tensor) -> None:
+        flat = x.detach().flatten(2)  # [B, T, F]
+        if positions == "last":
+            rows = flat[:, -1]
+        else:
+            batch = m.current_batch
+            assert batch is not None
+            rows = flat[batch.attention_mask.to(flat.device).bool()]
+        rows64 = rows.to("cpu", torch.float64).numpy()
+        moments.setdefault(layer, EnergyMoments.empty(rows64.shape[1])).add(rows64)
+    return fn
+
+
 class Runner:
     """Clean pass, then edited passes resumed from the first edited layer. ``sites``: the
     edited (and read) site per layer of ``layers``; ``direct_path`` needs a single layer."""
 
     def __init__(self, model: interp.InterpModel, pp: PosteriorPrompts, sites: list[str],
                  layers: list[int], *, batch_size: int, norm_frozen: bool, progress: bool,
-                 direct_path: bool = False):
+                 direct_path: bool = False, positions: str = "all"):
         if direct_path and len(layers) != 1:
             raise ValueError("the direct-path effect is defined for one edited layer")
         self.m, self.pp, self.layers, self.sites = model, pp, layers, sites
@@ -94,6 +112,10 @@ class Runner:
         #: max |unembed(final_norm(h_clean)) − clean logits| / max |clean logits| (direct path)
         self.head_rel_error: float | None = None
         self.resumed = True
+        self.positions = positions
+        #: per edited layer, the uncentred moments of the clean activations at every position
+        #: the edits reach (set by the clean pass): what an edit removes or adds there
+        self.moments: dict[int, EnergyMoments] = {}
 
     def _sites_hooks(self, stores: dict[int, list[torch.Tensor]]) -> list[tuple[str, Any]]:
         return [(s, _reader(stores[L])) for s, L in zip(self.sites, self.layers, strict=True)]
@@ -110,6 +132,9 @@ class Runner:
         finals: list[torch.Tensor] = []
         paths: list[torch.Tensor] = []
         hooks = self._sites_hooks(stores)
+        self.moments = {}
+        hooks += [(site, _energy_reader(self.m, self.moments, L, self.positions))
+                  for site, L in zip(self.sites, self.layers, strict=True)]
         if self.norm_frozen:
             hooks.append(("final_norm.scale", lambda s: scales.append(s.detach().float())))
         if self.path is not None:

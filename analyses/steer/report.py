@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ...probes.energy_controls import EFFECTIVE_FLOOR
 from ..kit.html import html_report
 from .passes import EFFECTS
 from .result import SteerResult
@@ -105,12 +106,15 @@ def effects_view(effects: pd.DataFrame) -> pd.DataFrame:
                           "p_z_holm_primary": "p_z_holm_primary (parametric)"})
     return e[["condition", "effect", "metric", "axis", "null_mean", "null_std", "p", "p_holm",
               "primary", "p_holm_primary", "survives", "z", "p_z (parametric)",
-              "p_z_holm_primary (parametric)", "survives_parametric", "energy_axis",
-              "energy_null"]]
+              "p_z_holm_primary (parametric)", "survives_parametric", "verdict_withheld",
+              "energy_axis", "energy_null"]]
 
 
-NULL_TEXT = {"variance": "random directions orthogonal to the axis carrying its variance over "
-                         "the fitted activations",
+NULL_TEXT = {"energy": "random directions orthogonal to the axis (and, where the spectrum "
+                       "allows, to each other) carrying its energy where the edits are applied",
+             "variance": "random directions orthogonal to the axis carrying its variance over "
+                         "the fitted final-token activations (not the energy an edit removes "
+                         "where it is applied)",
              "norm": "random directions orthogonal to the axis with its norm (not its "
                      "variance: a top-variance axis moves more than they can)",
              "pcs": "the other principal components of the standardised activations, "
@@ -120,11 +124,16 @@ EDIT_TEXT = {"readout": "the axis' raw-space readout direction",
                              "code)"}
 
 
+def controls_text(r: SteerResult) -> str:
+    """Per layer: the controls' energy / the axis' energy where the edits are applied, how they
+    were drawn and how many independent controls they amount to."""
+    return "; ".join(f"L{k} energy ratio {v.energy_ratio_min:.3f}–{v.energy_ratio_max:.3f}, "
+                     f"{v.method}, effective number {v.n_effective:.1f} of {r.n_random} "
+                     f"(mean |cos| {v.mean_abs_cos:.2f})" for k, v in r.controls.items())
+
+
 def setup_text(r: SteerResult) -> str:
     """What was edited, against which null, and how the p-values read (report and summary)."""
-    ratios = "; ".join(f"L{k} {v.variance_ratio_min:.2f}–{v.variance_ratio_max:.2f} (median "
-                       f"{v.variance_ratio_median:.2f}), mean |cos| between controls "
-                       f"{v.mean_abs_cos:.2f}" for k, v in r.controls.items())
     vocab = ("next-token metrics (kl_clean, top1_flip, dh_next) read the hypothesis tokens "
              "only, the logits a wind tunnel was trained on" if r.vocabulary == "hypotheses"
              else "next-token metrics read the full vocabulary")
@@ -134,31 +143,37 @@ def setup_text(r: SteerResult) -> str:
         effects.append("direct_path: downstream components held clean (path patching)")
     return (f"Edits along {EDIT_TEXT.get(r.edit_space, r.edit_space)} at "
             f"{', '.join(r.sites)} ({r.positions} positions), against {r.n_random} controls "
-            f"per layer: {NULL_TEXT.get(r.null, r.null)}; control variance / axis variance: "
-            f"{ratios}. Energy = mean ‖x' − x‖² / mean ‖x‖² on the fitted activations. "
+            f"per layer: {NULL_TEXT.get(r.null, r.null)}; {controls_text(r)}. Energy = mean "
+            "‖x' − x‖² / mean ‖x‖² over every edited position of the clean pass. "
             f"Effects: {'; '.join(effects)}. {vocab.capitalize()}. p = (1 + #{{|control| ≥ "
             f"|axis|}}) / (n + 1), never below ≤ 1/{r.n_random + 1}; Holm over all tests "
             f"(p_holm) and over the primary family, {r.primary}, one test per condition "
-            "(p_holm_primary); z against the controls with a parametric normal p (p_z). "
+            "(p_holm_primary); z against the controls with a parametric p (p_z: Student t "
+            "with the controls' effective number − 1 degrees of freedom). "
             "axis_corr = corr(x'·u, H) cannot move under a cut (NaN after a full one); "
             "axis_proj_corr is Paper III's read-out, corr(axis.project(x'), H). "
             + control_caveats(r))
 
 
 def control_caveats(r: SteerResult) -> str:
-    """Plain warnings where the controls fall short of the null they stand for: variance not
-    matched (the variance null could not reach the axis' variance) or controls clustered."""
+    """Plain warnings where the controls fall short of the null they stand for: energy not
+    matched where the edits are applied (with the fallback's reason), or too few independent
+    controls (every verdict withheld)."""
     out = []
     for k, c in r.controls.items():
-        unmatched, clustered = shortfalls(r.null, c)
+        unmatched, collapsed = shortfalls(c)
+        if c.reason:
+            out.append(f"L{k}: {c.reason}.")
         if unmatched:
-            out.append(f"L{k}: no direction orthogonal to the axis carries its variance; the "
-                       f"controls carry {c.variance_ratio_median:.2f} of it, so they move less "
-                       "than the axis (compare the energies).")
-        if clustered:
-            out.append(f"L{k}: the controls are nearly one direction (mean |cos| "
-                       f"{c.mean_abs_cos:.2f}): their spread is small, so z and the parametric "
-                       "p overstate significance; read the effects against the energies.")
+            out.append(f"L{k}: the controls carry {c.energy_ratio_min:.3f}–"
+                       f"{c.energy_ratio_max:.3f} of the axis' energy where the edits are "
+                       "applied, so a cut or keep-only along them moves "
+                       f"{'less' if c.energy_ratio_max < 1 else 'more'} than along the axis "
+                       "(compare the energies).")
+        if collapsed:
+            out.append(f"L{k}: the {r.n_random} controls amount to {c.n_effective:.1f} "
+                       f"independent ones (fewer than {EFFECTIVE_FLOOR}): every verdict is "
+                       "withheld.")
     return " ".join(out)
 
 
@@ -180,19 +195,24 @@ def write_report(path: Path, result: SteerResult, table: pd.DataFrame,
 def survival_text(s: SteerResult) -> str:
     """Which conditions' primary test survives multiplicity adjustment, plainly."""
     n = len(s.conditions)
-    floor = 1 / (s.n_random + 1)
+    quick = "Quick run: a smoke test, not a result. " if s.quick else ""
+    if s.verdict_withheld:
+        return (f"{quick}Primary test {s.primary}: no verdict. The controls amount to fewer "
+                f"than {EFFECTIVE_FLOOR} independent directions, so neither the permutation p "
+                "nor the parametric one can say whether the axis differs from them.")
     perm = ", ".join(_signed(s, c) for c in s.survivors) or "none"
     par = ", ".join(_signed(s, c) for c in s.survivors_parametric) or "none"
     text = (f"Primary test {s.primary}, Holm over {n} condition(s) at 0.05: survives with "
-            f"the permutation p: {perm}; with the parametric z-test: {par}.")
+            f"the permutation p: {perm}; with the parametric test: {par}.")
     if not s.parametric_reliable:
-        text += (" The parametric test is not interpretable here: the controls fall short of "
-                 "the null they stand for (see the caveats), so no effect is claimed from it.")
-    if floor * n > 0.05:
-        text += (f" (With {s.n_random} controls the smallest permutation p is 1/"
-                 f"{s.n_random + 1} = {floor:.3f}, and Holm over {n} needs ≤ {0.05 / n:.4f}: "
-                 "no permutation test can survive; use more controls.)")
-    return text
+        text += (" The controls do not carry the axis' energy where the edits are applied "
+                 "(see the caveats): a surviving effect may be that difference.")
+    if s.n_random < s.controls_needed:
+        text += (f" With {s.n_random} controls the smallest permutation p is 1/"
+                 f"{s.n_random + 1} = {1 / (s.n_random + 1):.3f}, and Holm over {n} needs < "
+                 f"{0.05 / n:.4f}: no permutation test can survive; {s.controls_needed} "
+                 "controls could.")
+    return quick + text
 
 
 def _signed(s: SteerResult, cond: str) -> str:
@@ -218,9 +238,7 @@ def format_summary(s: SteerResult) -> str:
             f"clean: MAE {_f(c.mae)} bits, corr(H_model, H_Bayes) {_f(c.corr)}, "
             f"KL(Bayes‖model) {_f(c.kl_bayes)} bits, axis corr "
             + ", ".join(f"L{k} {_f(v)}" for k, v in c.axis_corr.items())
-            + "; control/axis variance " + ", ".join(
-                f"L{k} {v.variance_ratio_min:.2f}–{v.variance_ratio_max:.2f} (mean |cos| "
-                f"{v.mean_abs_cos:.2f})" for k, v in s.controls.items()))
+            + "; controls: " + controls_text(s))
     lines = [head, f"{'condition':<12} {'effect':<11} {'ΔMAE bits (p)':>20} "
              f"{'ΔKL→Bayes (p)':>20} {'KL→clean (p)':>20} {'flips':>6} {'Δaxis corr':>11} "
              f"{'ΔP3 read-out':>12} {'energy axis/ctrl':>17}"]

@@ -9,6 +9,7 @@ import numpy as np
 
 from ...infotheory import Calibration
 from ...interp.model import ModelInfo
+from ...probes.energy_controls import EffectiveNumber
 
 
 @dataclass(frozen=True)
@@ -49,20 +50,31 @@ class EffectStat:
 
 @dataclass(frozen=True)
 class ControlSet:
-    """A layer's control directions r: Var(x·r) / Var(x·u) over the fitted activations x (u:
-    the edit direction; min, median, max: 1 for a matched variance null) and the mean |cos|
-    between controls (near 1: they are nearly one direction, see
-    :data:`analyses.steer.nulls.CLUSTERED`)."""
+    """A layer's control directions r (:mod:`analyses.steer.nulls`): the energy each carries
+    where the edits are applied, rᵀMr / uᵀMu over every edited position of the clean pass (u:
+    the edit direction; min, median, max: 1 for a matched energy null, so a cut or keep-only
+    along a control removes what the axis' removes); ``method`` that drew them ("matched",
+    the fallbacks "top_subspace"/"bottom_subspace" with their ``reason``, or the null's name);
+    ``mean_abs_cos`` between controls; the effective number of independent controls
+    (:func:`probes.energy_controls.effective_number`: ``n_effective`` = the participation ratio
+    of their Gram matrix, ``n_effective_energy`` that of the energy-weighted one, beside))."""
 
-    variance_ratio_min: float
-    variance_ratio_median: float
-    variance_ratio_max: float
+    energy_ratio_min: float
+    energy_ratio_median: float
+    energy_ratio_max: float
     mean_abs_cos: float
+    n_effective: float
+    n_effective_euclidean: float
+    n_effective_energy: float
+    method: str
+    reason: str = ""
 
     @classmethod
-    def of(cls, ratios: object, mean_abs_cos: float) -> ControlSet:
+    def of(cls, ratios: object, eff: EffectiveNumber, method: str, reason: str = ""
+           ) -> ControlSet:
         r = np.asarray(ratios, dtype=np.float64)
-        return cls(float(r.min()), float(np.median(r)), float(r.max()), float(mean_abs_cos))
+        return cls(float(r.min()), float(np.median(r)), float(r.max()), eff.mean_abs_cos,
+                   eff.value, eff.euclidean, eff.energy, method, reason)
 
 
 @dataclass(frozen=True)
@@ -107,8 +119,9 @@ class SteerResult:
     and spread); ``vocabulary``: what the next-token metrics read ("hypotheses" for a wind
     tunnel, else "full"); ``survivors``: conditions whose ``primary`` test survives Holm over
     the primary family (permutation p), ``survivors_parametric``: the same with the
-    parametric p, which ``parametric_reliable`` False marks as uninterpretable (the controls
-    fell short of the variance they stand for, or are nearly one direction); ``notes``: plain
+    parametric p, which ``parametric_reliable`` False marks as not clean (the controls do not
+    carry the axis' energy, or collapse to too few independent ones, in which case
+    ``verdict_withheld`` is set and neither list holds anything); ``notes``: plain
     statements of the run's confounds (e.g. an exact entropy that is a function of position)."""
 
     model: str
@@ -140,3 +153,9 @@ class SteerResult:
     reused_conditions: int
     parametric_reliable: bool = True
     notes: list[str] = field(default_factory=list)
+    #: the fewest controls with which the primary family could survive Holm (its permutation
+    #: floor 1/(n + 1) below 0.05/m), and whether every verdict was withheld because the
+    #: controls amount to too few independent ones
+    controls_needed: int = 0
+    verdict_withheld: bool = False
+    quick: bool = False

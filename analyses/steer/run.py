@@ -14,11 +14,15 @@ the model's own task for a wind tunnel; :class:`windtunnel.PosteriorPrompts`):
    standardised PC1 used as a raw direction -- with σ = std(x·u);
 3. each condition edits every chosen layer at once: ``cut`` x − f(x·u)u for each fraction f
    (dose–response), ``keep_only`` (x·u)u, ``shift`` x + δσu for each δ; and the same edit along
-   ``n_random`` control directions per layer, orthogonal to u (``null``: ``variance``-matched
-   random directions by default, carrying Var(x·u); ``norm``-matched random ones; or the other
-   principal components ``pcs``; :mod:`analyses.steer.nulls`). Shifts move every direction by
-   the axis' δσ. The energy each edit moves, mean ‖x' − x‖² / mean ‖x‖² on x, is recorded for
-   the axis and every control;
+   ``n_random`` control directions per layer, orthogonal to u (``null``: ``energy``-matched
+   random directions by default, carrying the axis' energy where the edits are applied and
+   mutually orthogonal where the spectrum allows; the older ``variance`` null, ``norm``-matched
+   random ones, or the other principal components ``pcs``; :mod:`analyses.steer.nulls`), by
+   default as many as the primary family needs to be able to survive Holm
+   (:func:`analyses.steer.stats.controls_needed`). Shifts move every direction by the axis'
+   δσ. The energy each edit moves where it is applied, mean ‖x' − x‖² / mean ‖x‖² over every
+   edited position of the clean pass, is recorded for the axis and every control, with the
+   controls' effective number;
 4. every pass is scored for its **total** effect, the **norm_frozen** effect (final norm's scale
    frozen at its clean value, :mod:`interp.norm_freeze`) and, with ``direct_path`` (one layer
    only), the **direct_path** effect (downstream components held clean); metrics in
@@ -36,7 +40,7 @@ same configuration, model and prompts resumes from there.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +63,13 @@ from ..kit.writer import write_run
 from ..prompts.sula import model_posterior_prompts
 from .nulls import EDIT_SPACES, NULLS, LayerAxis, edit_directions, edit_energy
 from .passes import EFFECTS, Runner
-from .result import AxisInfo, CleanScores, ControlSet, EffectStat, Resume, SteerResult
+from .result import AxisInfo, CleanScores, EffectStat, Resume, SteerResult
 from .scores import CleanRef, PassScores, conditions, energy_rows, score, tidy
 from .stats import (
     PRIMARY_EFFECT,
     PRIMARY_METRIC,
     confound_notes,
+    controls_needed,
     effects_table,
     parametric_reliable,
 )
@@ -91,10 +96,16 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
     keep_only: bool = option(True, "the keep-only condition", negate="--no-keep-only")
     shift_deltas: tuple[float, ...] = option((-2.0, -1.0, 1.0, 2.0), "shifts δ in units of σ",
                                              flag="--shift", parse=comma_floats)
-    n_random: int = option(20, "control directions per layer", min=1)
-    null: str = option("variance", "control directions: random with the axis' variance over "
-                       "the fitted activations, random with its norm, or the other PCs",
+    n_random: int | None = option(None, "control directions per layer (default: the fewest "
+                                  "with which the primary family can survive Holm, ⌈m/0.05⌉ "
+                                  "for m conditions)", min=1)
+    null: str = option("energy", "control directions: random, carrying the axis' energy where "
+                       "the edits are applied (energy); with its variance over the fitted "
+                       "final-token activations (variance); with its norm; or the other PCs",
                        choices=NULLS)
+    quick: bool = option(False, "a minutes-long smoke run (10 prompts per k or 60 prompts, a "
+                         "full cut and keep-only, 10 controls): says that nothing in it can "
+                         "survive Holm")
     edit_space: str = option("readout", "edit along the axis' raw-space readout direction, or "
                              "(Paper III's code) its standardised PC1 as a raw direction",
                              choices=EDIT_SPACES)
@@ -119,10 +130,31 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
         if 0.0 in self.shift_deltas:
             raise ExperimentError("shift deltas must be finite and non-zero (δ = 0 is the clean "
                                   "run)")
+        if self.quick and self.n_random is not None and self.n_random > QUICK_CONTROLS:
+            raise ExperimentError(f"--quick uses {QUICK_CONTROLS} controls; drop --quick to run "
+                                  f"{self.n_random}")
         if self.direct_path and len(self.layers) != 1:
             raise ExperimentError("the direct-path effect is defined for one edited layer (with "
                              "several, each layer's edit also reaches the others through the "
                              "residual stream); give one layer or drop --direct-path")
+
+
+    def sized(self) -> SteerConfig:
+        """The configuration that runs: ``quick`` shrinks prompts, conditions and controls;
+        ``n_random`` None becomes :func:`analyses.steer.stats.controls_needed`."""
+        c = self
+        if c.quick:
+            c = replace(c, n_per_k=min(c.n_per_k, 10), n_prompts=min(c.n_prompts, 60),
+                        cut_fractions=(1.0,), shift_deltas=(), keep_only=True,
+                        n_random=c.n_random or QUICK_CONTROLS)
+        if c.n_random is None:
+            n_cond = len(conditions(c.cut_fractions, c.keep_only, c.shift_deltas))
+            c = replace(c, n_random=controls_needed(n_cond))
+        return c
+
+
+#: controls in a ``--quick`` run (too few for any adjusted verdict; the summary says so)
+QUICK_CONTROLS = 10
 
 
 # ---------------------------------------------------------------- prompts
@@ -166,6 +198,7 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
     """Run the experiment (module doc); write table/effects/summary/manifest/report under
     ``cfg.out`` and return the typed result."""
     cfg.check()
+    cfg = cfg.sized()
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
                                                    allow_pickle=cfg.allow_pickle)
@@ -190,7 +223,7 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
 
     sites = [interp.site_name(cfg.site, L) for L in layers]
     runner = Runner(m, pp, sites, layers, batch_size=cfg.batch_size, norm_frozen=cfg.norm_frozen,
-                    direct_path=cfg.direct_path, progress=cfg.progress)
+                    direct_path=cfg.direct_path, progress=cfg.progress, positions=cfg.positions)
     clean_out = runner.clean()
     if runner.head_rel_error is not None and runner.head_rel_error > HEAD_RTOL:
         raise ExperimentError(f"the direct path needs logits = output embedding(final norm(final "
@@ -202,7 +235,8 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
     clean.read_axes(clean_out.acts, h_clean, reads)
     ref = CleanRef.of(clean_out, vocab)
     try:
-        directions = edit_directions(reads, clean_out.acts, cfg.null, cfg.n_random, cfg.seed)
+        directions = edit_directions(reads, clean_out.acts, runner.moments, cfg.null,
+                                     cfg.n_random, cfg.seed)
     except ValueError as e:
         raise ExperimentError(str(e)) from None
     sigmas = [reads[L].sigma for L in layers]
@@ -223,7 +257,7 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
         crow: list[dict] = []
         for dname, dirs in directions:
             ivs = cond.interventions(sites, dirs, sigmas, cfg.positions)
-            crow += energy_rows({L: edit_energy(clean_out.acts[L], iv)
+            crow += energy_rows({L: edit_energy(runner.moments[L], iv)
                                  for L, iv in zip(layers, ivs, strict=True)}, cond, dname)
             for eff, po in runner.edited(ivs).items():
                 s, _ = score(po, pp, reads, ref, vocab)
@@ -236,12 +270,12 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
     table = pd.DataFrame(rows)
     for col in ("group", "layer"):
         table[col] = table[col].astype("Int64")
-    effects = effects_table(table, layers[-1])
+    controls = {str(L): directions.controls[L] for L in layers}
+    effects = effects_table(table, layers[-1],
+                            min(c.n_effective for c in controls.values()))
     effs = [e for e, on in zip(EFFECTS, (True, cfg.norm_frozen, cfg.direct_path), strict=True)
             if on]
     primary = effects[effects["primary"]] if len(effects) else effects
-    controls = {str(L): ControlSet.of(directions.ratios[L], directions.mean_abs_cos[L])
-                for L in layers}
     result = SteerResult(
         model=m.info.name, model_info=m.info, task=pp.name, n_prompts=len(pp),
         group_name=pp.group_name, layers=layers, sites=sites, positions=cfg.positions,
@@ -259,8 +293,10 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
         survivors=[str(c) for c in primary[primary["survives"]]["condition"]],
         survivors_parametric=[str(c) for c in
                               primary[primary["survives_parametric"]]["condition"]],
-        parametric_reliable=parametric_reliable(cfg.null, controls),
+        parametric_reliable=parametric_reliable(controls),
         notes=confound_notes(runner.last_positions, pp.h_bayes_bits, cfg.seed),
+        controls_needed=controls_needed(len(conds)), quick=cfg.quick,
+        verdict_withheld=bool(len(effects) and effects["verdict_withheld"].any()),
         wall_s=round(time.perf_counter() - t0, 2), clean_pass_s=round(t_clean, 2),
         reused_conditions=reused)
     from .report import write_report

@@ -11,38 +11,79 @@ Per condition × effect × metric (``effects.parquet``):
 * ``primary``: the declared primary test of each condition, :data:`PRIMARY_METRIC` (the change
   in KL(Bayes ‖ model), the distance to the exact posterior) on the :data:`PRIMARY_EFFECT`
   effect; ``p_holm_primary``: Holm over the primary tests only (one per condition);
-* ``z`` = (axis − null mean) / null std and its **parametric** two-sided normal ``p_z``, with
-  ``p_z_holm_primary`` (needed because with n controls p cannot go below 1/(n + 1): 1/21 never
-  survives Holm over six conditions);
+* ``z`` = (axis − null mean) / null std and its **parametric** two-sided ``p_z``: the axis
+  effect read as one more draw from a normal null, (axis − mean) / (std·√(1 + 1/n)) against a
+  Student t with n_eff − 1 degrees of freedom, n_eff the controls' effective number
+  (:func:`probes.energy_controls.effective_number`; correlated controls estimate the spread
+  from fewer independent draws than their count); with ``p_z_holm_primary``;
 * ``survives``: p_holm_primary ≤ :data:`ALPHA`; ``survives_parametric``: p_z_holm_primary ≤ α;
+  both withheld (False) when the controls amount to fewer than
+  :data:`probes.energy_controls.EFFECTIVE_FLOOR` independent ones (``verdict_withheld``);
 * ``energy_axis``/``energy_null``: the energy the axis edit and (mean over) the control edits
-  moved (:func:`analyses.steer.nulls.edit_energy`, mean over the edited layers), so a
-  reader can check that the null moved as much as the axis.
+  moved where they are applied (:func:`analyses.steer.nulls.edit_energy`, mean over the
+  edited layers), so a reader can check that the null moved as much as the axis.
+
+The permutation p of the primary family can survive Holm only with at least
+:func:`controls_needed` controls (its floor 1/(n + 1) must be below α/m for m conditions).
+
+Why 20 is the floor for a verdict: with fewer effective draws the null's spread is estimated to
+worse than 1/√(2·19) ≈ 16 % (relative standard error of a standard deviation), and the Student
+t quantile at the smallest Holm threshold of six conditions (two-sided 0.05/6) is more than
+11 % above the normal one (2.94 vs 2.64 at 19 degrees of freedom), so the normality that the
+parametric p leans on can no longer be taken for granted; and a permutation p among fewer than
+20 independent draws cannot go below 1/21 in substance, whatever the count of controls.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from ...probes import POSITION_CONFOUND_R2, ProbeConfig, holm, null_test, position_only_r2
-from .nulls import CLUSTERED
+from ...probes.energy_controls import EFFECTIVE_FLOOR, ENERGY_TOLERANCE
 from .result import ControlSet
 from .scores import DELTA_METRICS, LAYER_METRICS, RELATIVE_METRICS
-
-#: the controls' variance may differ from the axis' by this much and still count as matched (a
-#: reachable target is hit to ~1e-9; an unreachable one leaves the ratio below 0.9 or above 1.1)
-MATCH_TOLERANCE = 0.01
 
 PRIMARY_METRIC = "d_kl_bayes"
 PRIMARY_EFFECT = "total"
 ALPHA = 0.05
 
 
-def effects_table(table: pd.DataFrame, head_layer: int) -> pd.DataFrame:
+def controls_needed(n_conditions: int, alpha: float = 0.05) -> int:
+    """The fewest controls whose permutation floor 1/(n + 1) lies below α/m, so that the primary
+    family of ``n_conditions`` = m tests can survive Holm.
+
+    Example:
+        >>> controls_needed(6), controls_needed(4), controls_needed(1)
+        (120, 80, 20)
+    """
+    return math.ceil(n_conditions / alpha - 1e-9)
+
+
+def prediction_p(effect: float, null: np.ndarray, n_effective: float) -> float:
+    """Two-sided parametric p of ``effect`` as one more draw from the normal null of the finite
+    control effects ``null`` [n] (module doc: Student t, n_eff − 1 degrees of freedom)."""
+    r = np.asarray(null, dtype=np.float64)
+    r = r[np.isfinite(r)]
+    if r.size < 2 or not np.isfinite(effect):
+        return float("nan")
+    sd = float(r.std(ddof=1))
+    if not sd > 1e-9 * max(abs(float(r.mean())), abs(effect), 1e-300):
+        return float("nan")  # no spread beyond float rounding: nothing to be normal about
+    t = (effect - float(r.mean())) / (sd * math.sqrt(1 + 1 / r.size))
+    df = max(min(float(n_effective), float(r.size)) - 1, 1.0)
+    return float(2 * sps.t.sf(abs(t), df))
+
+
+def effects_table(table: pd.DataFrame, head_layer: int, n_effective: float = math.inf,
+                  ) -> pd.DataFrame:
     """The effects of every edited condition (module doc) from the long ``table`` of
     :func:`analyses.steer.scores.tidy` rows, clean rows included; per-layer metrics are read
-    at ``head_layer``."""
+    at ``head_layer``; ``n_effective``: the controls' effective number (smallest over the
+    edited layers)."""
     overall = table[table["group"].isna()]
     clean = overall[overall["condition"] == "clean"]
     energy = _energies(overall[overall["metric"] == "edit_energy"])
@@ -70,9 +111,10 @@ def effects_table(table: pd.DataFrame, head_layer: int) -> pd.DataFrame:
             if axis.size and np.isfinite(null).any():
                 t = null_test(a, null)
                 rec |= {"null_mean": t.null_mean, "null_std": t.null_std, "n_null": t.n,
-                        "p": t.p, "at_floor": t.at_floor, "z": t.z, "p_z": t.p_z}
+                        "p": t.p, "at_floor": t.at_floor, "z": t.z,
+                        "p_z": prediction_p(a, null, n_effective)}
             recs.append(rec | energy.get(cond, {"energy_axis": np.nan, "energy_null": np.nan}))
-    return adjust(pd.DataFrame(recs))
+    return adjust(pd.DataFrame(recs), withheld=n_effective < EFFECTIVE_FLOOR)
 
 
 def _energies(rows: pd.DataFrame) -> dict[str, dict[str, float]]:
@@ -87,9 +129,11 @@ def _energies(rows: pd.DataFrame) -> dict[str, dict[str, float]]:
     return out
 
 
-def adjust(effects: pd.DataFrame) -> pd.DataFrame:
-    """Add ``p_holm``, ``primary``, ``p_holm_primary``, ``p_z_holm_primary``, ``survives`` and
-    ``survives_parametric`` (module doc) to an effects table with ``p`` and ``p_z``."""
+def adjust(effects: pd.DataFrame, withheld: bool = False) -> pd.DataFrame:
+    """Add ``p_holm``, ``primary``, ``p_holm_primary``, ``p_z_holm_primary``, ``survives``,
+    ``survives_parametric`` and ``verdict_withheld`` (module doc) to an effects table with
+    ``p`` and ``p_z``; ``withheld``: the controls are too few independent draws for any
+    verdict."""
     e = effects.copy()
     if e.empty:
         return e
@@ -98,8 +142,9 @@ def adjust(effects: pd.DataFrame) -> pd.DataFrame:
     for col, src in (("p_holm_primary", "p"), ("p_z_holm_primary", "p_z")):
         e[col] = np.nan
         e.loc[e["primary"], col] = holm(e.loc[e["primary"], src].to_numpy(float))
-    e["survives"] = e["p_holm_primary"].le(ALPHA)
-    e["survives_parametric"] = e["p_z_holm_primary"].le(ALPHA)
+    e["verdict_withheld"] = bool(withheld)
+    e["survives"] = e["p_holm_primary"].le(ALPHA) & ~e["verdict_withheld"]
+    e["survives_parametric"] = e["p_z_holm_primary"].le(ALPHA) & ~e["verdict_withheld"]
     return e
 
 
@@ -115,21 +160,23 @@ def p_text(p: float, n_null: int, at_floor: bool) -> str:
     return "n/a" if not np.isfinite(p) else f"{p:.3f}"
 
 
-def shortfalls(null: str, c: ControlSet) -> tuple[bool, bool]:
-    """How one layer's controls fall short of the null they stand for: (unmatched: the variance
-    null could not give them the axis' variance, within :data:`MATCH_TOLERANCE`; clustered:
-    they are nearly one direction, mean |cos| above ``CLUSTERED``, so their spread -- the z's
-    denominator -- is an artefact of the construction)."""
-    unmatched = null == "variance" and not (c.variance_ratio_min >= 1 - MATCH_TOLERANCE
-                                            and c.variance_ratio_max <= 1 + MATCH_TOLERANCE)
-    clustered = bool(np.isfinite(c.mean_abs_cos) and c.mean_abs_cos > CLUSTERED)
-    return unmatched, clustered
+def shortfalls(c: ControlSet) -> tuple[bool, bool]:
+    """How one layer's controls fall short of the null they stand for: (unmatched: they do not
+    carry the axis' energy where the edits are applied, within
+    :data:`probes.energy_controls.ENERGY_TOLERANCE`, so a cut or keep-only along them moves
+    more or less than along the axis; collapsed: they amount to fewer than
+    :data:`probes.energy_controls.EFFECTIVE_FLOOR` independent controls, and every verdict is
+    withheld)."""
+    unmatched = not (c.energy_ratio_min >= 1 - ENERGY_TOLERANCE
+                     and c.energy_ratio_max <= 1 + ENERGY_TOLERANCE)
+    collapsed = bool(not c.n_effective >= EFFECTIVE_FLOOR)
+    return unmatched, collapsed
 
 
-def parametric_reliable(null: str, controls: dict[str, ControlSet]) -> bool:
-    """Whether a z-score against the controls means anything: no layer's controls fall short
-    (:func:`shortfalls`)."""
-    return not any(any(shortfalls(null, c)) for c in controls.values())
+def parametric_reliable(controls: dict[str, ControlSet]) -> bool:
+    """Whether a verdict against the controls means anything: every layer's controls carry the
+    axis' energy and amount to enough independent ones (:func:`shortfalls`)."""
+    return not any(any(shortfalls(c)) for c in controls.values())
 
 
 def confound_notes(positions: np.ndarray, h_bayes: np.ndarray, seed: int = 0) -> list[str]:

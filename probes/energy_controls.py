@@ -1,0 +1,352 @@
+"""Control directions for a directional edit, matched in the energy the edit moves where it is
+applied, and how many independent controls they amount to.
+
+A steering edit along a unit direction u acts on every position it is applied to. What it
+removes or adds there depends on the *uncentred* second moment of those activations,
+M = mean_i x_i x_iᵀ [d, d] (:class:`EnergyMoments`): a cut of fraction f removes f²·uᵀMu of
+the mean ‖x‖² = tr M, keep-only removes tr M − uᵀMu, a shift by s adds s². A control r carries
+the axis' energy when rᵀMr = uᵀMu; then every cut and keep-only along it moves exactly what the
+axis edit moves, and a shift of the same s moves the same s².
+
+:func:`energy_matched_controls` draws ``n`` such controls, unit, orthogonal to u and mutually
+orthogonal where the spectrum allows (so that they are near-independent draws of the null, not
+one direction repeated):
+
+1. M is restricted to the hyperplane u⊥ (eigenvalues λ₁ ≥ … ≥ λ_{d−1});
+2. k orthonormal directions can each carry t = uᵀMu iff the mean of the bottom k eigenvalues
+   ≤ t ≤ the mean of the top k (Schur–Horn); a frame has k = min(n, the largest such k)
+   columns;
+3. a seeded Gaussian frame G [d−1, k] is tilted towards the high- or low-energy eigenvectors,
+   diag(λ^β)·G, and orthonormalised, β found by bisection so that the frame's mean energy
+   tr(QᵀMQ)/k is t (β = 0: a uniformly random frame; β → ±∞: the top / bottom k
+   eigenvectors);
+4. Givens rotations inside the frame, each between a column above t and one below, set every
+   column's energy to t (the frame's trace is kept, so this always ends: a constructive
+   Schur–Horn step);
+5. more than k controls take further independent frames: they cannot all be orthogonal, and
+   the effective number says how many they amount to.
+
+If no direction orthogonal to u carries t (t > λ₁: the axis is the top-energy direction; or
+t < λ_{d−1}), the fallback is stated in :attr:`ControlDraw.method` and
+:attr:`ControlDraw.reason`: ``top_subspace`` -- random orthonormal directions of equal energy
+inside the top-k eigen-subspace, k = min(n, d − 1, :data:`FALLBACK_DIM`), carrying
+:attr:`ControlDraw.energy_ratio` < 1 of the axis' energy (``bottom_subspace`` likewise).
+
+:func:`effective_number`: the participation ratio (Σ eigenvalues)² / Σ eigenvalues² of the
+controls' Gram matrix of unit rows -- the effective number of controls, n for orthogonal ones
+and 1 for controls that are one direction -- and, beside it, of their energy-weighted Gram
+C_ij = r_iᵀMr_j / √(r_iᵀMr_i · r_jᵀMr_j) (how much the coefficients x·r_i and x·r_j that two
+controls remove co-vary over the edited positions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+#: the controls' energy may differ from the axis' by this relative amount and count as matched
+ENERGY_TOLERANCE = 0.01
+#: the fallback's subspace (module doc) has this many dimensions at most: the smallest that can
+#: give as many independent controls as :data:`EFFECTIVE_FLOOR` asks
+FALLBACK_DIM = 20
+#: below this many effective controls a parametric verdict is withheld (analyses.steer.stats)
+EFFECTIVE_FLOOR = 20
+#: the bisection over the tilt β stops within this relative error of the target mean energy
+_TILT_RTOL = 1e-10
+
+
+@dataclass
+class EnergyMoments:
+    """Streaming uncentred moments of activation rows: ``second`` = Σ x xᵀ [d, d] and ``first``
+    = Σ x [d] (float64), over ``count`` rows.
+
+    Example:
+        >>> m = EnergyMoments.of(np.array([[1.0, 0.0], [0.0, 2.0]]))
+        >>> m.energy(np.array([0.0, 1.0])), m.mean_sq_norm
+        (2.0, 2.5)
+    """
+
+    second: np.ndarray
+    first: np.ndarray
+    count: int = 0
+
+    @classmethod
+    def empty(cls, d: int) -> EnergyMoments:
+        return cls(np.zeros((d, d)), np.zeros(d), 0)
+
+    @classmethod
+    def of(cls, rows: np.ndarray) -> EnergyMoments:
+        x = np.asarray(rows, dtype=np.float64)
+        m = cls.empty(x.shape[1])
+        m.add(x)
+        return m
+
+    def add(self, rows: np.ndarray) -> None:
+        """Add rows [N, d] (any float dtype; accumulated in float64)."""
+        x = np.asarray(rows, dtype=np.float64).reshape(-1, self.first.size)
+        if not np.isfinite(x).all():
+            raise ValueError("non-finite activations: their energy is undefined")
+        self.second += x.T @ x
+        self.first += x.sum(0)
+        self.count += x.shape[0]
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """M = mean x xᵀ [d, d]."""
+        return self.second / max(self.count, 1)
+
+    @property
+    def mean(self) -> np.ndarray:
+        """mean x [d]."""
+        return self.first / max(self.count, 1)
+
+    @property
+    def mean_sq_norm(self) -> float:
+        """mean ‖x‖² = tr M."""
+        return float(np.trace(self.matrix))
+
+    def energy(self, direction: np.ndarray) -> float:
+        """mean (x·r̂)² for the unit r̂ of ``direction`` [d] (what a full cut along it removes)."""
+        r = _unit(direction)
+        return float(r @ self.matrix @ r)
+
+    def edit_energy(self, edit: Callable[[np.ndarray], np.ndarray]) -> float:
+        """mean ‖edit(x) − x‖² / mean ‖x‖² over the rows, exactly, for an *affine* ``edit``
+        (rows [n, d] -> rows [n, d]: a cut, keep-only or shift along a direction): with
+        Δ(x) = Ax + b, mean ‖Δ‖² = Σ_k λ_k ‖A e_k‖² + 2 bᵀA·mean x + ‖b‖², (λ_k, e_k) the
+        eigenpairs of M. A fraction ≥ 0 of mean ‖x‖²: how much the edit removed or added."""
+        lam, vecs = np.linalg.eigh(self.matrix)
+        d = self.first.size
+        probe = np.vstack([np.zeros((1, d)), vecs.T])
+        delta = np.asarray(edit(probe), dtype=np.float64) - probe
+        b, a_cols = delta[0], delta[1:] - delta[0]  # a_cols[k] = A e_k
+        a_mean = a_cols.T @ (vecs.T @ self.mean)  # A · mean x
+        moved = float((np.clip(lam, 0, None) * (a_cols ** 2).sum(1)).sum() + 2 * b @ a_mean
+                      + b @ b)
+        return moved / self.mean_sq_norm if self.mean_sq_norm > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class ControlDraw:
+    """The controls [n, d] (unit, float64, orthogonal to the axis) with what they carry:
+    ``target`` = uᵀMu, ``energy_ratio`` (min, max) of rᵀMr / uᵀMu over the controls,
+    ``method`` ("matched": every control carries the target to float precision;
+    "top_subspace": the fallback, module doc), ``per_frame`` controls per orthogonal frame,
+    and ``reason`` (why the fallback, else "")."""
+
+    directions: np.ndarray
+    target: float
+    energy_ratio: tuple[float, float]
+    method: str
+    per_frame: int
+    reason: str = ""
+
+    @property
+    def matched(self) -> bool:
+        lo, hi = self.energy_ratio
+        return lo >= 1 - ENERGY_TOLERANCE and hi <= 1 + ENERGY_TOLERANCE
+
+
+def energy_matched_controls(axis: np.ndarray, moments: EnergyMoments, n: int,
+                            seed: int = 0) -> ControlDraw:
+    """``n`` seeded control directions for edits along ``axis`` [d] on activations with
+    ``moments`` (module doc). Same seed, same controls.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.normal(size=(500, 8)) * np.array([4, 3, 2, 2, 1, 1, 1, 0.5])
+        >>> m = EnergyMoments.of(x)
+        >>> c = energy_matched_controls(np.eye(8)[2], m, n=5, seed=1)
+        >>> c.method, c.directions.shape, bool(abs(c.directions @ np.eye(8)[2]).max() < 1e-12)
+        ('matched', (5, 8), True)
+        >>> [round(m.energy(r) / m.energy(np.eye(8)[2]), 9) for r in c.directions]
+        [1.0, 1.0, 1.0, 1.0, 1.0]
+    """
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    u = _unit(axis)
+    d = u.size
+    if d < 2:
+        raise ValueError("the axis must have at least 2 entries")
+    mat = moments.matrix
+    target = float(u @ mat @ u)
+    if not target > 0:
+        raise ValueError("the activations carry no energy along the axis (uᵀMu = 0)")
+    basis = _complement(u)  # [d, d-1], orthonormal, ⟂ u
+    lam, vecs = np.linalg.eigh(basis.T @ mat @ basis)
+    lam, vecs = np.clip(lam[::-1], 0, None), vecs[:, ::-1]  # descending
+    sizes = np.arange(1, d)
+    top, bottom = np.cumsum(lam) / sizes, np.cumsum(lam[::-1]) / sizes
+    slack = 1e-12 * target
+    feasible = np.flatnonzero((bottom <= target + slack) & (target <= top + slack))
+    rng = np.random.default_rng(seed)
+    frames: list[np.ndarray] = []
+    method, reason = "matched", ""
+    if feasible.size:
+        k = min(n, int(sizes[feasible[-1]]))
+        while sum(f.shape[1] for f in frames) < n:
+            q = _tilted_frame(lam, rng.standard_normal((d - 1, k)), target)
+            frames.append(_equalise(q, np.diag(lam), target, rng))
+    else:
+        k = min(n, d - 1, FALLBACK_DIM)
+        high = target > lam[0]
+        method = "top_subspace" if high else "bottom_subspace"
+        idx = np.arange(k) if high else np.arange(d - 1 - k, d - 1)
+        reason = (f"no direction orthogonal to the axis carries its energy {target:.4g} (the "
+                  f"achievable range is {lam[-1]:.4g}..{lam[0]:.4g}: the axis is the "
+                  f"{'top' if high else 'bottom'}-energy direction); controls are random "
+                  f"orthonormal directions of equal energy in the {method.split('_')[0]}-{k} "
+                  "eigen-subspace orthogonal to the axis")
+        sub = np.eye(d - 1)[:, idx]
+        while sum(f.shape[1] for f in frames) < n:
+            q = sub @ _orth(rng.standard_normal((k, k)))
+            frames.append(_equalise(q, np.diag(lam), float(lam[idx].mean()), rng))
+    frames = [(basis @ (vecs @ q)).T for q in frames]
+    r = np.vstack(frames)[:n]
+    for _ in range(2):
+        r = r - np.outer(r @ u, u)
+    r = r / np.linalg.norm(r, axis=1, keepdims=True)
+    ratios = np.array([float(x @ mat @ x) for x in r]) / target
+    return ControlDraw(r, target, (float(ratios.min()), float(ratios.max())), method, k, reason)
+
+
+@dataclass(frozen=True)
+class EffectiveNumber:
+    """How many independent controls a set amounts to: ``euclidean`` (participation ratio of
+    the unit rows' Gram matrix; :attr:`value`), ``energy`` (of the energy-weighted Gram,
+    module doc: how much the coefficients the controls remove co-vary over positions, which a
+    shared offset raises even for orthogonal controls; reported beside, not used for
+    verdicts); ``n`` controls; ``mean_abs_cos`` over pairs."""
+
+    n: int
+    euclidean: float
+    energy: float
+    mean_abs_cos: float
+
+    @property
+    def value(self) -> float:
+        """The effective number: the Euclidean participation ratio (how many directions the
+        controls amount to)."""
+        return float(self.euclidean)
+
+
+def effective_number(directions: np.ndarray, moments: EnergyMoments | None = None,
+                     ) -> EffectiveNumber:
+    """The effective number of the controls ``directions`` [n, d] (module doc).
+
+    Example:
+        >>> effective_number(np.eye(4)).value, effective_number(np.ones((5, 3))).value
+        (4.0, 1.0)
+    """
+    r = np.asarray(directions, dtype=np.float64)
+    r = r / np.linalg.norm(r, axis=1, keepdims=True)
+    n = r.shape[0]
+    gram = r @ r.T
+    cos = float(np.abs(gram)[np.triu_indices(n, 1)].mean()) if n > 1 else float("nan")
+    euclid = _participation(gram)
+    energy = euclid
+    if moments is not None:
+        c = r @ moments.matrix @ r.T
+        s = np.sqrt(np.clip(np.diag(c), 1e-300, None))
+        energy = _participation(c / np.outer(s, s))
+    return EffectiveNumber(n, euclid, energy, cos)
+
+
+def _participation(gram: np.ndarray) -> float:
+    """(tr G)² / ‖G‖²_F = (Σλ)² / Σλ² for a symmetric PSD G."""
+    return float(np.trace(gram) ** 2 / (gram ** 2).sum())
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float64).ravel()
+    norm = float(np.linalg.norm(v))
+    if not norm > 0 or not math.isfinite(norm):
+        raise ValueError("the direction must be finite and non-zero")
+    return v / norm
+
+
+def _complement(u: np.ndarray) -> np.ndarray:
+    """An orthonormal basis [d, d−1] of the hyperplane orthogonal to the unit ``u``."""
+    q, _ = np.linalg.qr(np.column_stack([u, np.eye(u.size)]))
+    return q[:, 1:u.size]
+
+
+def _orth(a: np.ndarray) -> np.ndarray:
+    q, rr = np.linalg.qr(a)
+    return q * np.sign(np.diag(rr))  # a unique orthonormalisation (positive diagonal)
+
+
+def _tilted_frame(lam: np.ndarray, g: np.ndarray, goal: float) -> np.ndarray:
+    """The orthonormal frame [m, k] orth(diag(λ^β) g) whose mean energy Σλ_i q_i²/k is
+    ``goal``, β by bisection (λ descending, the eigenbasis coordinates)."""
+    k = g.shape[1]
+    logl = np.log(np.clip(lam, lam.max() * 1e-15 + 1e-300, None))
+
+    def frame(beta: float) -> np.ndarray:
+        w = beta * logl
+        return _orth(np.exp(w - w.max())[:, None] * g)
+
+    def mean_energy(q: np.ndarray) -> float:
+        return float((lam[:, None] * q ** 2).sum() / k)
+
+    lo, hi = -1.0, 1.0
+    while mean_energy(frame(hi)) < goal and hi < 1e4:
+        hi *= 2
+    while mean_energy(frame(lo)) > goal and lo > -1e4:
+        lo *= 2
+    q = frame(hi)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        q = frame(mid)
+        e = mean_energy(q)
+        if abs(e - goal) <= _TILT_RTOL * goal:
+            break
+        lo, hi = (mid, hi) if e < goal else (lo, mid)
+    return q
+
+
+def _equalise(q: np.ndarray, mat: np.ndarray, goal: float, rng: np.random.Generator,
+              ) -> np.ndarray:
+    """Rotate the columns of ``q`` [m, k] in pairs so that each carries qᵀ·mat·q = mean energy
+    (≈ ``goal``): each Givens step sets one column above and one below the mean to it."""
+    q = q.copy()
+    e = np.einsum("ik,ij,jk->k", q, mat, q)
+    level = float(e.mean()) if abs(float(e.mean()) - goal) > 1e-9 * goal else goal
+    tol = 1e-12 * max(level, 1e-300)
+    for _ in range(4 * q.shape[1]):
+        hi_ = np.flatnonzero(e > level + tol)
+        lo_ = np.flatnonzero(e < level - tol)
+        if hi_.size == 0 or lo_.size == 0:
+            break
+        i, j = int(rng.choice(hi_)), int(rng.choice(lo_))
+        a, b = q[:, i], q[:, j]
+        sii, sjj, sij = float(a @ mat @ a), float(b @ mat @ b), float(a @ mat @ b)
+        th = _angle(sii, sjj, sij, level)
+        c, s = math.cos(th), math.sin(th)
+        q[:, i], q[:, j] = c * a + s * b, -s * a + c * b
+        e[i] = float(q[:, i] @ mat @ q[:, i])
+        e[j] = float(q[:, j] @ mat @ q[:, j])
+    return q
+
+
+def _angle(sii: float, sjj: float, sij: float, level: float) -> float:
+    """θ ∈ [0, π/2] with cos²θ·sii + sin²θ·sjj + 2 sinθ cosθ·sij = level (sii > level > sjj),
+    by bisection on the continuous energy between the two ends."""
+
+    def energy(th: float) -> float:
+        c, s = math.cos(th), math.sin(th)
+        return c * c * sii + s * s * sjj + 2 * s * c * sij
+
+    lo, hi = 0.0, math.pi / 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if energy(mid) > level:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-16:
+            break
+    return (lo + hi) / 2
