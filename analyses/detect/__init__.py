@@ -1,5 +1,5 @@
-"""``bayesgeom detect``: the key frame of every head (orthogonality, dimension utilisation)
-beside the random-init twin and the chance level."""
+"""``bayesgeom detect``: the key frame of every head (orthogonality 1 − mean |cos|, beside it
+isotropy and dimension utilisation) with the random-init twin and random vectors."""
 
 from ..kit.experiment import Experiment
 from .report import format_summary
@@ -7,7 +7,8 @@ from .result import DetectResult, HeadFrame
 from .run import DetectConfig, run_detect
 
 EXPERIMENTS = (Experiment(
-    "detect", "key-frame orthogonality and dimension utilisation of every head, with the "
-    "random-init baseline", DetectConfig, run_detect, format_summary),)
+    "detect", "key-frame orthogonality (1 − mean |cos|, Paper I) of every head, beside "
+    "isotropy and utilisation, with the random-init twin and random vectors",
+    DetectConfig, run_detect, format_summary),)
 
 __all__ = ["EXPERIMENTS", "DetectConfig", "DetectResult", "HeadFrame", "run_detect"]

@@ -1,6 +1,9 @@
-"""``bayesgeom detect``: the key frame of every head of a model -- its orthogonality score and
-dimension utilisation (:mod:`probes.key_frame`) -- beside the random-init twin and the chance
-level of a random frame.
+"""``bayesgeom detect``: the key frame of every head of a model -- how mutually orthogonal its
+keys are in Paper I's sense, the headline **orthogonality score** 1 − mean |cos| of the
+unit-length keys (no centring), and, under their own names, its isotropy and dimension
+utilisation (:mod:`probes.key_frame`) -- beside the random-init twin, random vectors of the
+frame's shape (1 − E|cos|, closed form) and, where the frame has more keys than dimensions
+(m > d, so it cannot be orthogonal), the Welch ceiling 1 − √((m − d)/(d(m − 1))).
 
 The frame of a head at layer L is one key per hypothesis: the keys read at the site
 ``attn.L.k`` (before RoPE: content, not position) at every position, averaged per token id.
@@ -9,7 +12,8 @@ On a wind tunnel the rows are its hypothesis tokens (``task.hyp_slice``) that oc
 the prompts (default: paragraphs of the Python standard library's sources and of
 /usr/share/common-licenses, on every machine). Under GQA there is one frame per kv head.
 The same tokens and prompts go through :func:`interp.random_init_twin` (the random-init
-baseline); ``chance`` is the analytic score of m random directions in R^d.
+baseline; for a wind-tunnel run seeded by its training seed unless ``--twin-seed`` is given, so
+it is the run's step 0); ``chance`` is the score of m random Gaussian vectors in R^d.
 """
 
 from __future__ import annotations
@@ -26,17 +30,17 @@ from ...probes.key_frame import FrameScore, score_frame
 from ...records import option
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
-from ..kit.models import open_model
+from ..kit.models import open_model, twin_seed
 from ..kit.options import layers_option
 from ..kit.out_dirs import claim
-from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded
+from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded, TwinSeeded
 from ..kit.writer import write_run
 from ..prompts.corpora import CorpusPaths, read_common_licenses, read_python_stdlib
 from .result import DetectResult, HeadFrame
 
 
 @dataclass
-class DetectConfig(ModelOptions, Batched, Seeded, RunOptions, experiment="detect"):
+class DetectConfig(ModelOptions, Batched, Seeded, TwinSeeded, RunOptions, experiment="detect"):
     """One detector run (``model``: a Hub name, local directory or wind-tunnel run)."""
 
     layers: tuple[int, ...] | None = layers_option("layers whose key frames are scored")
@@ -107,18 +111,18 @@ def run_detect(cfg: DetectConfig, model: interp.InterpModel | None = None) -> De
         raise ExperimentError(f"{m.info.name} has no attention heads: no key frame to detect")
     layers = interp.resolve_layers(cfg.layers, m.n_layers)
     tokens, frame_ids, frame = frame_inputs(m, cfg)
-    if len(frame_ids) < 2:
-        raise ExperimentError(f"only {len(frame_ids)} frame token(s) occur; give more prompts or "
-                          "sequences")
+    if len(frame_ids) < 3:
+        raise ExperimentError(f"only {len(frame_ids)} frame token(s) occur (a frame needs 3); "
+                              "give more prompts or sequences")
     with claim(cfg, m) as rd:
-        heads = []
+        heads, tseed = [], twin_seed(cfg.model, cfg.twin_seed, cfg.seed)
         for c, model_c in tqdm([("trained", m), ("random_init", None)], desc="detect",
                                disable=not cfg.progress):
-            mc = model_c or interp.random_init_twin(m, seed=cfg.seed)
+            mc = model_c or interp.random_init_twin(m, seed=tseed)
             heads += head_frames(mc, tokens, frame_ids, layers, c, cfg)
         res = DetectResult(model=m.info.name, frame=frame, n_frame_tokens=len(frame_ids),
                            layers=layers, n_kv_heads=m.geometry.n_kv_heads,
-                           d_head=m.geometry.d_head, heads=heads,
+                           d_head=m.geometry.d_head, heads=heads, twin_seed=tseed,
                            wall_s=round(time.perf_counter() - t0, 2))
         _write(cfg, m, res)
         rd.finish()

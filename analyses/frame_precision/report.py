@@ -109,7 +109,8 @@ def format_summary(s: FramePrecisionResult) -> str:
             p = s.plateau_steps.get(k)
             lines.append(f"{k:<26} {group:<9} {_n(s.init_values.get(k)):>9} "
                          f"{_n(s.final_values.get(k)):>9} {'n/a' if p is None else p:>8}")
-    lines.append(f"(layer-0 key |cos| of Gaussian keys: {_n(s.key_abs_cos_gaussian)}; MAE: "
+    lines.append("(key_abs_cos: Paper I's layer-0 token-key mean |cos| on E_tok[0..V−1], the "
+                 f"bijection's key tokens; of Gaussian keys: {_n(s.key_abs_cos_gaussian)}; MAE: "
                  "per-sample, bits)")
     lines.append(f"frame plateaus at step {s.frame_plateau_step} (latest of "
                  f"{', '.join(s.frame_metrics)}); precision (log10 MAE) at step "

@@ -15,9 +15,11 @@ training), read at the prediction positions (sepvocab: the keys 0, 2, …, 2L−
   :func:`probes.attention_rows.js_divergence_bits`) between each head's attention row and
   the final model's row at the same (sequence, position), averaged over rows and heads; the
   whole-model row (layer empty) is the mean over layers. 0 at the final step by construction.
-* ``key_abs_cos``: layer-0 token-key orthogonality (Paper I): the V hypothesis (value) tokens'
-  input embeddings through each head's W_K (+ b), mean |off-diagonal cosine| over token pairs,
-  mean over heads (:func:`probes.token_key_orthogonality`); control ``key_abs_cos_gaussian`` =
+* ``key_abs_cos``: Paper I's layer-0 token-key orthogonality (spec §1.9): the input
+  embeddings of Paper I's token set E_tok[0..V−1] -- the bijection's V key tokens, not its
+  value (hypothesis-slice) tokens -- through each head's W_K (+ b), mean |off-diagonal cosine|
+  over token pairs, mean over heads (:func:`probes.token_key_orthogonality`,
+  :func:`analyses.geometry.probes.paper1_token_ids`); control ``key_abs_cos_gaussian`` =
   √(2/(π·d_head)), the level of independent Gaussian keys.
 * Attention mass on the feasible set (bijection only; another task is a usage error). At
   prediction position p, whose token is key k, the causal row covers positions j ≤ p. A
@@ -72,6 +74,7 @@ from ...windtunnel.evaluate import evaluate
 from ...windtunnel.runs import read_run
 from ...windtunnel.seeds import Purpose, stream
 from ...windtunnel.training import TrainConfig
+from ..geometry.probes import paper1_token_ids
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model
 from ..kit.out_dirs import claim
@@ -186,7 +189,8 @@ def measure(m: interp.InterpModel, pr: Probe, cfg: FramePrecisionConfig,
         per = attention_mass(pat, mask)
         out += [(FRAME, name, i, float(v)) for i, v in enumerate(per)]
         out.append((FRAME, name, None, float(per.mean())))
-    emb = m.hf.get_input_embeddings().weight.detach()[m.task.hyp_slice].double().numpy()
+    ids = paper1_token_ids(m.task)  # the bijection's key tokens 0..V-1 (run() checks the task)
+    emb = m.hf.get_input_embeddings().weight.detach()[ids].double().numpy()
     w, b = interp.projection_weights(m, "attn.0.k")
     ko = token_key_orthogonality(emb, w.numpy(), b.numpy())
     out += [(FRAME, "key_abs_cos", 0, ko.mean_abs_cos),

@@ -87,16 +87,34 @@ def qk_alignment_rows(d: SetData) -> list[MetricRow]:
     return rows
 
 
-TOKEN_KEY_DEF = ("Paper I: keys of the hypothesis tokens' embeddings through W_K (+ b) per "
-                 "head, mean |cos| over token pairs; Gaussian control √(2/(π·d_k))")
+TOKEN_KEY_DEF = ("per layer: the keys of the task's hypothesis tokens (their input embeddings "
+                 "E_tok[hyp] through that layer's W_K (+ b)) per head, mean |cos| over token "
+                 "pairs, mean over heads; compare reads it at the Table-1 layer; Gaussian "
+                 "control √(2/(π·d_k)). Not Paper I's statistic (layer 0, E_tok[0..V−1])")
+PAPER_I_KEY_DEF = ("Paper I's token-key orthogonality (spec §1.9, qkv_analysis.py "
+                   "orthogonality; |cos| as in Paper I v3): K = E_tok[0..V−1]·W_K (+ b) of "
+                   "layer 0 -- the raw embeddings of tokens 0..V−1, the bijection's V key "
+                   "tokens -- per head, mean |off-diagonal cos|, mean over heads; bijection "
+                   "only; Gaussian control √(2/(π·d_k))")
+
+
+def paper1_token_ids(task: object) -> list[int] | None:
+    """Paper I's token set E_tok[0..V−1]: on the bijection its V key tokens 0..V−1
+    (``describe_tokens()["keys"]``); None for another task, where tokens 0..V−1 are not a
+    hypothesis set."""
+    if getattr(task, "name", None) != "bijection":
+        return None
+    lo, hi = task.describe_tokens()["keys"]  # type: ignore[attr-defined]
+    return list(range(lo, hi + 1))
 
 
 def token_key_rows(model: interp.InterpModel, layers: list[int]) -> list[MetricRow]:
     """Per layer: mean |cos| and mean signed cos between the keys of the task's hypothesis
     tokens (their raw input embeddings through each head's W_K and bias), and the Gaussian
-    chance level at the head size."""
-    hyp = model.task.hyp_slice
-    emb = model.hf.get_input_embeddings().weight.detach()[hyp].double().numpy()
+    chance level at the head size; on the bijection also Paper I's layer-0 statistic on
+    E_tok[0..V−1] (rows with ``layer`` 0, not per layer)."""
+    table = model.hf.get_input_embeddings().weight.detach()
+    emb = table[model.task.hyp_slice].double().numpy()
     rows = []
     for L in layers:
         w, b = interp.projection_weights(model, f"attn.{L}.k")
@@ -104,6 +122,13 @@ def token_key_rows(model: interp.InterpModel, layers: list[int]) -> list[MetricR
         rows += [MetricRow(None, L, "token_key_abs_cos", None, o.mean_abs_cos),
                  MetricRow(None, L, "token_key_signed_cos", None, o.mean_signed_cos),
                  MetricRow(None, L, "token_key_gaussian", None, o.gaussian_formula)]
+    ids = paper1_token_ids(model.task)
+    if ids is not None:
+        w, b = interp.projection_weights(model, "attn.0.k")
+        o = token_key_orthogonality(table[ids].double().numpy(), w.numpy(), b.numpy())
+        rows += [MetricRow(None, 0, "paper1_key_abs_cos", None, o.mean_abs_cos),
+                 MetricRow(None, 0, "paper1_key_signed_cos", None, o.mean_signed_cos),
+                 MetricRow(None, 0, "paper1_key_gaussian", None, o.gaussian_formula)]
     return rows
 
 
@@ -185,12 +210,18 @@ MEASURES: tuple[Measure, ...] = (
         qk_alignment_rows, last_sites=lambda layers: [f"attn.{L}.q" for L in layers],
         every_sites=lambda layers: [f"attn.{L}.k" for L in layers]),
     Measure("token_key_orthogonality", "model", (
-        MetricSpec("token_key_abs_cos", "hypothesis-token key orthogonality (mean |cos|)",
-                   TOKEN_KEY_DEF, compare=True),
+        MetricSpec("token_key_abs_cos", "hypothesis-token key |cos| at the Table-1 layer "
+                   "(E_tok[hyp]·W_K; not Paper I's layer 0)", TOKEN_KEY_DEF, compare=True),
         MetricSpec("token_key_signed_cos", "hypothesis-token keys: mean signed cos",
                    TOKEN_KEY_DEF, curve=False),
         MetricSpec("token_key_gaussian", "Gaussian |cos| at d_k (control)", TOKEN_KEY_DEF,
-                   compare=True, control=True)),
+                   compare=True, control=True),
+        MetricSpec("paper1_key_abs_cos", "Paper I token-key |cos| (layer 0, E_tok[0..V−1]·W_K)",
+                   PAPER_I_KEY_DEF, per_layer=False, compare=True, curve=False),
+        MetricSpec("paper1_key_signed_cos", "Paper I token keys: mean signed cos (layer 0)",
+                   PAPER_I_KEY_DEF, per_layer=False, curve=False),
+        MetricSpec("paper1_key_gaussian", "Gaussian |cos| at d_k (control of Paper I's)",
+                   PAPER_I_KEY_DEF, per_layer=False, compare=True, curve=False, control=True)),
         token_key_rows, applies=lambda model: getattr(model.task, "hyp_slice", None) is not None),
     Measure("domain_manifolds", "sets", (
         MetricSpec("manifold_min_angle_deg", "smallest principal angle between prompt sets "

@@ -159,7 +159,8 @@ def measures_table(result: GeometryResult) -> pd.DataFrame:
     measured (set- and model-level ones), with the definition each follows."""
     cat = catalogue()
     keep = [r for r in result.metrics if r.metric not in CORE
-            and (r.layer is None or r.layer == result.layer)]
+            and (r.layer is None or r.layer == result.layer
+                 or (r.metric in cat and not cat[r.metric].per_layer))]  # e.g. Paper I's layer 0
     return pd.DataFrame([_measure_row(r, cat) for r in keep],
                         columns=["measure", "prompt set", "layer", "target", "reference",
                                  "value", "low", "high", "definition"])

@@ -44,10 +44,10 @@ from ...probes import POSITION_CONFOUND_R2, ProbeConfig
 from ...records import check_options, option
 from ...windtunnel.runs import RUN_RECORD
 from ..kit.errors import ExperimentError
-from ..kit.models import open_model
+from ..kit.models import open_model, twin_seed
 from ..kit.options import layers_option
 from ..kit.out_dirs import claim
-from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded
+from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded, TwinSeeded
 from ..kit.writer import write_run
 from ..prompts.corpora import CorpusPaths
 from ..prompts.pool import MIXED, PROMPT_SETS
@@ -63,7 +63,8 @@ __all__ = ["ExperimentError", "GeometryConfig", "run_geometry"]
 
 
 @dataclass
-class GeometryConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions, experiment="geometry"):
+class GeometryConfig(LoadOptions, ModelOptions, Batched, Seeded, TwinSeeded, RunOptions,
+                     experiment="geometry"):
     """Everything that defines a geometry run (the CLI derives its options from this)."""
 
     prompts: tuple[str, ...] | None = option(
@@ -192,7 +193,8 @@ def _measure(cfg: GeometryConfig, m: interp.InterpModel, layers: tuple[int, ...]
     lap("numerics")
     init = None
     if cfg.init_baseline:
-        init, init_rows = random_init_baseline(m, data, cfg)
+        init, init_rows = random_init_baseline(m, data, cfg,
+                                               twin_seed(cfg.model, cfg.twin_seed, cfg.seed))
         key = with_init_keys(key, init.key_orthogonality)
         rows += init_rows
         lap("random_init")

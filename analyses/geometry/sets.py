@@ -159,13 +159,15 @@ def analyse(model: interp.InterpModel, data: dict[str, SetData], key: KeyOrthogo
 
 
 def random_init_baseline(model: interp.InterpModel, data: dict[str, SetData],
-                         cfg: GeometryOptions) -> tuple[RandomInitBaseline, list[MetricRow]]:
+                         cfg: GeometryOptions, twin_seed: int,
+                         ) -> tuple[RandomInitBaseline, list[MetricRow]]:
     """The same analysis on ``model``'s random-initialisation twin (:func:`interp.
-    random_init_twin`, seeded by ``cfg.seed``): the same prompts, read against the trained
-    model's targets; intervals from ``curve_resamples`` replicates. Its rows carry
-    ``reference="random_init"`` (position-only rows are the model's already, and metrics that
-    are controls themselves are not repeated)."""
-    twin = interp.random_init_twin(model, seed=cfg.seed)
+    random_init_twin`, seeded by ``twin_seed``; :func:`analyses.kit.models.twin_seed` gives a
+    wind-tunnel run's training seed, so the twin is its step 0): the same prompts, read
+    against the trained model's targets; intervals from ``curve_resamples`` replicates. Its
+    rows carry ``reference="random_init"`` (position-only rows are the model's already, and
+    metrics that are controls themselves are not repeated)."""
+    twin = interp.random_init_twin(model, seed=twin_seed)
     key = model_keys(twin, next(iter(data.values())).layers, cfg)
     tdata = {n: capture_set(twin, n, d.prompts, d.layers, d.table_layer,
                             batch_size=cfg.batch_size, seed=cfg.seed,
@@ -175,7 +177,7 @@ def random_init_baseline(model: interp.InterpModel, data: dict[str, SetData],
     controls = {n for n, spec in catalogue().items() if spec.control}
     rows = [replace(r, reference="random_init") for r in rows
             if r.reference == "model" and r.metric not in controls]
-    return RandomInitBaseline(twin.info.name, cfg.seed, key, summaries), rows
+    return RandomInitBaseline(twin.info.name, twin_seed, key, summaries), rows
 
 
 def key_rows(key: KeyOrthogonality) -> list[MetricRow]:

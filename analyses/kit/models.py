@@ -23,6 +23,7 @@ import torch
 from ... import interp
 from ...interp.loading import parse_dtype
 from ...windtunnel import is_windtunnel_dir, load_run
+from ...windtunnel.runs import find_run
 
 
 def open_model(spec: str | Path | interp.InterpModel | None = None, *,
@@ -50,3 +51,22 @@ def open_model(spec: str | Path | interp.InterpModel | None = None, *,
         hf = hf.to(device)
     return interp.InterpModel(hf, None, name=str(path), source="windtunnel", task=run.task,
                               backend=backend, tl_source=str(path))
+
+
+def twin_seed(spec: str | Path | interp.InterpModel | None, explicit: int | None,
+              fallback: int) -> int:
+    """The seed of ``spec``'s random-initialisation twin: ``explicit`` when given; else, for a
+    wind-tunnel run (or its ``model/`` or a checkpoint in it), the run's training seed from its
+    run record (:func:`windtunnel.runs.find_run`, which reads it with ``read_run``), so that
+    :func:`interp.random_init_twin` rebuilds the run's step 0; else ``fallback`` (``--seed``).
+
+    Example:
+        >>> twin_seed(None, None, 7), twin_seed("runs/x", 3, 7)
+        (7, 3)
+    """
+    if explicit is not None:
+        return int(explicit)
+    if spec is None or isinstance(spec, interp.InterpModel):
+        return int(fallback)
+    rec = find_run(Path(str(spec)).expanduser())
+    return int(rec.seed) if rec is not None and isinstance(rec.seed, int) else int(fallback)

@@ -2,8 +2,8 @@
 
 A config is a dataclass that derives from :class:`RunOptions` (``--out``, progress bars,
 ``--restart``) and from the groups it uses: :class:`Seeded` (``--seed``), :class:`ModelOptions`
-(``--model``), :class:`Batched` (``--batch-size``) and :class:`LoadOptions` (``--dtype``,
-``--allow-pickle``). The
+(``--model``), :class:`Batched` (``--batch-size``), :class:`TwinSeeded` (``--twin-seed``) and
+:class:`LoadOptions` (``--dtype``, ``--allow-pickle``). The
 class statement names the experiment and sets the defaults that differ from the declared ones;
 nothing else is restated (a config that needs its own wording of an inherited option declares
 that field in its body, which wins):
@@ -122,6 +122,18 @@ class Seeded:
     twin) derives from it."""
 
     seed: int = seed_option(0, "seed of every random draw of the run")
+
+
+@dataclass
+class TwinSeeded:
+    """``twin_seed``: the seed of the random-initialisation twin (:func:`interp.random_init_twin`);
+    None: a wind-tunnel run's training seed, so that the twin is the run's own step 0, else
+    ``--seed`` (:func:`analyses.kit.models.twin_seed` resolves it)."""
+
+    twin_seed: int | None = seed_option(
+        None, "seed of the random-init twin (default: a wind-tunnel run's training seed, read "
+              "from its run record, so the twin equals the run's step 0; for other models "
+              "--seed); a value given here overrides it")
 
 
 @dataclass

@@ -8,7 +8,7 @@ from .run import MonitorConfig, run_monitor
 
 EXPERIMENTS = (Experiment(
     "monitor", "the monitoring checklist (key orthogonality, coverage, domain separation, "
-    "posterior KL, extrapolation, convergence) as a pass/fail table with configurable "
+    "output posterior KL, extrapolation, convergence) as a pass/fail table with configurable "
     "thresholds", MonitorConfig, run_monitor, format_summary),)
 
 __all__ = ["EXPERIMENTS", "MonitorConfig", "MonitorResult", "run_monitor"]

@@ -119,18 +119,21 @@ class MonitorResult:
 
 
 # ---------------------------------------------------------------- the rows, from sub-results
-KEY_DEF = ("detect's orthogonality score of the key frame ((PR − 1)/(n − 1) of the centred, "
-           "unit-length frame's singular values; 1 orthogonal, 0 rank 1) at the best layer, "
-           "mean over its kv heads")
+KEY_DEF = ("detect's orthogonality score of the key frame, 1 − mean |cos| over pairs of its "
+           "unit-length keys (Paper I's mean off-diagonal |cos|, no centring; 1 = pairwise "
+           "orthogonal) at the best layer, mean over its kv heads")
 COVERAGE_DEF = ("mean over verify's prompts of Σ_h p_Bayes(h)·[p_model(h) ≥ ½ p_Bayes(h)]: the "
                 "posterior mass on hypotheses the model keeps alive (1 for the exact posterior)")
 SEPARATION_DEF = ("mean principal angle between two domains' 90 %-variance value subspaces at "
                   "the last layer (geometry's manifold_mean_angle_deg) / 90°; 1 orthogonal")
-KL_DEF = ("verify's mean KL(p_Bayes ‖ p_model) at each prompt's final position, p_model "
-          "renormalised over the K hypothesis tokens")
+KL_DEF = ("output KL: verify's mean KL(p_Bayes ‖ p_model) of the model's *output* (next-token "
+          "distribution renormalised over the K hypothesis tokens) at each prompt's final "
+          "position -- output calibration, not attention")
 EXTRAPOLATION_DEF = ("largest multiple m of the training length L whose retrieval accuracy, "
                      "and every smaller multiple's, stays within the run's tolerance of the "
                      "accuracy at L (bayesgeom extrapolate)")
+#: the output-KL check's name: the brief's "posterior KL" row, read on the output
+KL_CHECK = "posterior KL of the output"
 CONVERGENCE_DEF = ("first logged eval step at which the held-out per-sample entropy MAE "
                    "|H_model − H_Bayes| (eval_entropy_mae_bits) is ≤ {level:g} bits")
 
@@ -146,14 +149,18 @@ def key_row(res: DetectResult | None, threshold: float, where: str) -> CheckRow:
     tw = means[means["condition"] == "random_init"].set_index("layer")
     best = int(tr["orthogonality"].idxmax())
     lo, hi = tr["orthogonality"].min(), tr["orthogonality"].max()
+    m, d = res.n_frame_tokens, res.d_head
+    shape = (f"m = {m} ≤ d = {d}" if m <= d else
+             f"m = {m} > d = {d}: not orthogonalisable, Welch ceiling "
+             f"{tr.at[best, 'ceiling']:.3f}, score ÷ ceiling {tr.at[best, 'vs_ceiling']:.3f}")
     return measured_row(
         name, KEY_DEF, unit, float(tr.at[best, "orthogonality"]), ">", threshold,
         control=float(tw.at[best, "orthogonality"]),
         control_label=f"random-init twin at layer {best}",
         reference=float(tr.at[best, "chance"]),
-        reference_label=f"chance: {res.n_frame_tokens} random directions in R^{res.d_head}",
-        note=(f"layer {best} of {len(tr)} ({res.frame}, m = {res.n_frame_tokens}); "
-              f"layers range {lo:.3f}–{hi:.3f}"),
+        reference_label=f"random vectors: 1 − E|cos| of Gaussian vectors in R^{d}",
+        note=(f"layer {best} of {len(tr)} ({res.frame}; {shape}); layers range "
+              f"{lo:.3f}–{hi:.3f}; isotropy there {tr.at[best, 'isotropy']:.3f}"),
         source=where)
 
 
@@ -169,20 +176,29 @@ def posterior_rows(res: ConsistencyResult, cov: dict[str, float], coverage_min: 
                      control_label="random-init twin", reference=cov["uniform"],
                      reference_label="the uniform distribution over the K hypotheses",
                      note=task, source=where),
-        measured_row("posterior KL", KL_DEF, "bits", out["model"].mean_kl_bits, "<", kl_max,
+        measured_row(KL_CHECK, KL_DEF, "bits", out["model"].mean_kl_bits, "<", kl_max,
                      control=out["random_init"].mean_kl_bits,
                      control_label="random-init twin",
                      reference=out["group_mean_baseline"].mean_kl_bits,
                      reference_label=f"group-mean baseline (the mean posterior per "
                                      f"{res.group_name})",
-                     note=task, source=where)]
+                     note=f"{task}; attention–posterior consistency (not judged here): "
+                          f"{_attention_note(res)}", source=where)]
+
+
+def _attention_note(res: ConsistencyResult) -> str:
+    a = res.attention
+    if a.consistency != a.consistency:
+        return f"undefined ({a.reason})"
+    return (f"best head {a.best_head} {a.consistency:.3f} (random-init twin's best "
+            f"{a.random_init:.3f}, uniform attention {a.uniform:.3f})")
 
 
 def unmeasurable_posterior_rows(coverage_min: float, kl_max: float, why: str,
                                 ) -> list[CheckRow]:
     return [unmeasurable_row("hypothesis-space coverage", COVERAGE_DEF,
                              "fraction of posterior mass", ">", coverage_min, why),
-            unmeasurable_row("posterior KL", KL_DEF, "bits", "<", kl_max, why)]
+            unmeasurable_row(KL_CHECK, KL_DEF, "bits", "<", kl_max, why)]
 
 
 def separation_row(res: GeometryResult | None, sets: tuple[str, str], threshold: float,

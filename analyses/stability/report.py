@@ -19,7 +19,7 @@ from .result import StabilityResult
 PANELS = {"accuracy": "accuracy", "kl_bits": "KL(p_Bayes ‖ p_model), bits",
           "entropy_mae_bits": "entropy MAE, bits",
           "attention_entropy_norm": "query attention entropy / log2 ℓ",
-          "key_orthogonality": "key-frame orthogonality"}
+          "key_orthogonality": "key-frame orthogonality, 1 − mean |cos|"}
 
 
 def _line(x: Any, y: Any, name: str, color: str, dash: str | None = None,

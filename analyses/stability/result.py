@@ -44,8 +44,9 @@ class LengthSummary:
     Accuracy with its controls (``bayes_accuracy``: the exact posterior's expected accuracy,
     ``chance`` 1/V); KL(p_Bayes ‖ p_model) and entropy MAE in bits; attention entropy of the
     query row (bits, mean over layers, heads and sequences) and normalised by log2 of the
-    visible keys, with the random-init twin's; key orthogonality (mean over layers and kv
-    heads) with the twin's and the random-frame chance. NaN where not measured (``note``)."""
+    visible keys, with the random-init twin's; key orthogonality 1 − mean |cos| (mean over
+    layers and kv heads) with the twin's and the random-vector chance (1 − E|cos|). NaN where
+    not measured (``note``)."""
 
     length: int
     multiple: float

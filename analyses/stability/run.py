@@ -21,16 +21,18 @@ same sequences; passkey prompts are seeded from the same streams):
 * **attention_entropy**: entropy (bits) of the query position's attention row, per layer,
   mean over heads and sequences (:func:`probes.attention_entropy.attention_entropy_bits`), and
   normalised by log2 ℓ (the query sees ℓ keys; 1 = uniform attention, the chance column).
-* **key_orthogonality**: the key-frame orthogonality score (:mod:`probes.key_frame`) of the
+* **key_orthogonality**: ``bayesgeom detect``'s key-frame orthogonality score 1 − mean |cos|
+  over pairs of unit-length keys (Paper I's sense, no centring; :mod:`probes.key_frame`) of the
   per-token mean ``attn.L.k`` keys of the value tokens occurring at that length
-  (:func:`analyses.detect.run.head_frames`), per layer, mean over kv heads; chance: the score of
-  random directions (:func:`probes.key_frame.random_frame_score`).
+  (:func:`analyses.detect.run.head_frames`), per layer, mean over kv heads; chance: 1 − E|cos|
+  of random Gaussian vectors in R^d (:func:`probes.key_frame.random_abs_cos`).
 
 Attention and keys come from :func:`interp.capture` on full forwards: the patterns need the
 eager kernel, whose scores are [``--attention-batch``, H, ℓ, ℓ] float32 per layer (64 MiB per
 sequence per layer at ℓ = 2048, H = 4), so both are measured only up to
 ``--max-attention-length`` and are NaN beyond it, with the reason in ``note``. Both are also
-read on the random-init twin (:func:`interp.random_init_twin`, seed ``--seed``) on the same
+read on the random-init twin (:func:`interp.random_init_twin`; seed ``--twin-seed``, by default
+a wind-tunnel run's training seed so it is the run's step 0, else ``--seed``) on the same
 sequences: every attention and key number has the twin's beside it.
 
 Decay fit and critical length: :mod:`probes.decay_fit` on accuracy against ℓ (tokens), the
@@ -67,10 +69,10 @@ from ...windtunnel.seeds import Purpose, stream
 from ..detect.run import DetectConfig, head_frames
 from ..extrapolate.run import score_sequences
 from ..kit.errors import ExperimentError
-from ..kit.models import open_model
+from ..kit.models import open_model, twin_seed
 from ..kit.options import model_option
 from ..kit.out_dirs import claim
-from ..kit.run_options import ModelOptions, RunOptions, Seeded
+from ..kit.run_options import ModelOptions, RunOptions, Seeded, TwinSeeded
 from ..kit.writer import write_run
 from ..prompts.passkey import digit_ids, min_length, passkey_batch
 from .result import METRICS, CriticalLengthSummary, StabilityResult
@@ -83,7 +85,7 @@ TEXT_FRAME = 32
 
 
 @dataclass
-class StabilityConfig(ModelOptions, Seeded, RunOptions, experiment="stability"):
+class StabilityConfig(ModelOptions, Seeded, TwinSeeded, RunOptions, experiment="stability"):
     """One stability analysis (module doc)."""
 
     model: str | None = model_option("a wind-tunnel run trained on long_recall, or a text model "
@@ -138,9 +140,9 @@ def query_attention_entropy(m: interp.InterpModel, tokens: torch.Tensor,
 
 def key_orthogonality(m: interp.InterpModel, tokens: torch.Tensor, cfg: StabilityConfig,
                       ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-layer key-frame orthogonality (mean over kv heads) [n_layers] and its chance
-    [n_layers], from the value tokens occurring in ``tokens`` (a text model: its
-    :data:`TEXT_FRAME` most frequent tokens; NaN with fewer than 3)."""
+    """Per-layer key-frame orthogonality 1 − mean |cos| (mean over kv heads) [n_layers] and its
+    chance (random vectors) [n_layers], from the value tokens occurring in ``tokens`` (a text
+    model: its :data:`TEXT_FRAME` most frequent tokens; NaN with fewer than 3)."""
     if m.task is not None:
         hyp = m.task.hyp_slice
         seen = sorted(set(torch.unique(tokens).tolist()) & set(range(hyp.start, hyp.stop)))
@@ -232,7 +234,7 @@ def run_stability(cfg: StabilityConfig, model: interp.InterpModel | None = None,
     run = find_run(Path(str(cfg.model))) if cfg.model else None
     arch = run.arch if run is not None else None
     with claim(cfg, m) as rd:
-        twin = interp.random_init_twin(m, seed=cfg.seed)
+        twin = interp.random_init_twin(m, seed=twin_seed(cfg.model, cfg.twin_seed, cfg.seed))
         cells, seqs = [], []
         with torch.inference_mode():
             for length in tqdm(lengths, desc="stability", disable=not cfg.progress):

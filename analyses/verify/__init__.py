@@ -1,4 +1,5 @@
-"""``bayesgeom verify``: a model's output and attention against a task's exact posterior."""
+"""``bayesgeom verify``: a model's attention (the headline) and output calibration against a
+task's exact posterior."""
 
 from ..kit.experiment import Experiment
 from .report import format_summary
@@ -6,7 +7,8 @@ from .result import ConsistencyResult
 from .run import ConsistencyConfig, run_consistency
 
 EXPERIMENTS = (Experiment(
-    "verify", "Bayesian consistency: output vs the exact posterior, and the heads that read "
-    "the hypotheses, with controls", ConsistencyConfig, run_consistency, format_summary),)
+    "verify", "Bayesian consistency: attention vs the exact posterior per head (headline), "
+    "output calibration beside it, with controls",
+    ConsistencyConfig, run_consistency, format_summary),)
 
 __all__ = ["EXPERIMENTS", "ConsistencyConfig", "ConsistencyResult", "run_consistency"]

@@ -3,25 +3,35 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
 class OutputScore:
-    """One source's output against the posterior: score = 1 − mean TV; KL in bits."""
+    """One source's *output calibration* against the posterior: ``calibration`` = 1 − mean TV
+    of the next-token distribution renormalised over the K hypotheses; KL in bits."""
 
     source: str
-    consistency: float
+    calibration: float
     mean_tv: float
     mean_kl_bits: float
 
 
 @dataclass
 class HeadTracking:
-    """One head: correlation of its hypothesis mass with the posterior, and its test."""
+    """One head: its attention–posterior ``consistency`` (1 − mean TV over the defined
+    prompts, NaN where none is; :mod:`probes.posterior_consistency`) with the 10/50/90 %
+    quantiles of its per-prompt TV and the random-init twin's same head; then the correlation
+    of its per-occurrence attention with the posterior, its permutation test, and its mean
+    attention mass on hypothesis tokens."""
 
     layer: int
     head: int
+    consistency: float
+    tv_p10: float
+    tv_p50: float
+    tv_p90: float
+    consistency_random_init: float
     r: float
     p: float
     p_holm: float
@@ -31,19 +41,53 @@ class HeadTracking:
 
 
 @dataclass
+class AttentionConsistency:
+    """The headline: attention against the exact posterior, aggregated over heads.
+
+    ``consistency``: the best head's (max over heads of 1 − mean TV; NaN with ``reason`` where
+    no prompt is defined); ``best_head`` "L<l>.H<h>"; ``layer_best``: the best head of each of
+    ``layers``; ``random_init``: the twin's best head (the same max over as many heads, so the
+    selection is matched); ``uniform``: attention spread evenly over the prompt (q ∝ counts);
+    ``n_defined``: prompts that count; ``shown_posterior_mass``: their mean posterior mass on
+    the shown hypotheses (what attention can express); ``head_quantiles``: the 10/50/90 %
+    quantiles over heads of their consistency (the distribution of per-head deviations)."""
+
+    consistency: float
+    best_head: str
+    random_init: float
+    uniform: float
+    n_defined: int
+    shown_posterior_mass: float
+    layers: list[int] = field(default_factory=list)
+    layer_best: list[float] = field(default_factory=list)
+    head_quantiles: list[float] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass
 class ConsistencyResult:
-    """What ``summary.json`` holds."""
+    """What ``summary.json`` holds: ``attention`` (the headline), ``outputs`` (output
+    calibration of the model, its random-init twin and the group-mean baseline), the heads and
+    the heads that carry the posterior by the correlation test."""
 
     model: str
     task: str
     group_name: str
     n_prompts: int
     n_hypotheses: int
+    attention: AttentionConsistency
     outputs: list[OutputScore]
     heads: list[HeadTracking]
     carriers: list[str]
+    twin_seed: int | None = None
     wall_s: float = 0.0
 
     @property
     def consistency(self) -> float:
-        return self.outputs[0].consistency
+        """The headline: the best head's attention–posterior consistency (NaN: undefined)."""
+        return self.attention.consistency
+
+    @property
+    def output_calibration(self) -> float:
+        """The model's output calibration, 1 − mean TV of its renormalised next token."""
+        return self.outputs[0].calibration

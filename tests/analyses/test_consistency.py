@@ -1,4 +1,6 @@
-"""``bayesgeom verify``: a model that outputs the exact posterior scores 1; controls beside it."""
+"""``bayesgeom verify``: attention against the posterior (the headline: 1 for a head whose
+attention is the posterior, low for a uniform one, NaN with its reason where undefined), and
+output calibration beside it (1 for a model that outputs the exact posterior)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,15 @@ import torch
 
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.kit.models import open_model
-from bayesgeom.analyses.verify.run import ConsistencyConfig, prompts_for, run_consistency
+from bayesgeom.analyses.verify.run import (
+    ConsistencyConfig,
+    attention_summary,
+    head_tracking,
+    prompts_for,
+    run_consistency,
+)
 from bayesgeom.records import read_table
+from bayesgeom.windtunnel import PosteriorPrompts
 
 
 def test_a_model_outputting_the_exact_posterior_is_fully_consistent(windtunnel_run, tmp_path):
@@ -32,9 +41,13 @@ def test_a_model_outputting_the_exact_posterior_is_fully_consistent(windtunnel_r
     with m.hooks([("logits", exact)]):
         res = run_consistency(cfg, model=m)
     scores = {o.source: o for o in res.outputs}
-    assert abs(scores["model"].consistency - 1.0) < 1e-6 and scores["model"].mean_kl_bits < 1e-6
-    assert scores["random_init"].consistency < 0.9
-    assert scores["group_mean_baseline"].consistency < 1.0
+    assert abs(scores["model"].calibration - 1.0) < 1e-6 and scores["model"].mean_kl_bits < 1e-6
+    assert res.output_calibration == scores["model"].calibration
+    assert scores["random_init"].calibration < 0.9
+    assert scores["group_mean_baseline"].calibration < 1.0
+    # bijection: every value a prompt shows has posterior 0 -- the headline is undefined
+    assert np.isnan(res.consistency) and "posterior 0" in res.attention.reason
+    assert res.attention.n_defined == 0 and all(np.isnan(h.consistency) for h in res.heads)
     heads = read_table(tmp_path / "v" / "heads.parquet")
     assert len(heads) == 2 * 2  # layers x heads of the tiny preset
     for f in ("groups.parquet", "summary.json", "manifest.json", "report.html"):
@@ -62,3 +75,33 @@ def test_cli_json_on_a_wind_tunnel(windtunnel_run, tmp_path, capsys):
     assert out["task"] == "bijection" and out["n_hypotheses"] == 6
     assert [o["source"] for o in out["outputs"]] == ["model", "random_init",
                                                      "group_mean_baseline"]
+
+
+def test_the_headline_is_the_best_head_against_its_controls():
+    # 40 prompts showing hypotheses 0..3 once each (filler 9), a point posterior on one of them;
+    # layer 0: head 0 attends exactly as the posterior, head 1 uniformly; layer 1: one head
+    # reading the first shown hypothesis. The twin attends uniformly everywhere.
+    rng = np.random.default_rng(0)
+    n, k, t = 40, 4, 8
+    tok = np.full((n, t), 9)
+    pos = np.stack([rng.choice(t, size=k, replace=False) for _ in range(n)])
+    tok[np.arange(n)[:, None], pos] = np.arange(k)
+    answer = rng.integers(0, k, size=n)
+    exact = np.zeros((n, t))
+    exact[np.arange(n), pos[np.arange(n), answer]] = 1.0
+    first = np.zeros((n, t))
+    first[np.arange(n), pos[:, 0]] = 1.0
+    uniform = np.full((n, t), 1.0 / t)
+    pats = [np.stack([exact, uniform], 1), first[:, None]]
+    twin = [np.stack([uniform, uniform], 1), uniform[:, None]]
+    pp = PosteriorPrompts("toy", tok.tolist(), np.eye(k)[answer], np.arange(n) % 4,
+                          hyp_ids=np.broadcast_to(np.arange(k), (n, k)).copy())
+    cfg = ConsistencyConfig(n_null=20, progress=False)
+    heads, tv = head_tracking(pats, twin, tok, pp, [0, 1], cfg)
+    a, best = attention_summary(heads, pp, tok, [0, 1])
+    assert tv.shape == (n, 3) and best == 0 and a.best_head == "L0.H0"
+    assert a.consistency == pytest.approx(1.0) and heads[0].tv_p90 == pytest.approx(0.0)
+    assert heads[1].consistency == pytest.approx(0.25)  # uniform over 4 shown: TV = 3/4
+    assert a.uniform == pytest.approx(0.25) and a.random_init == pytest.approx(0.25)
+    assert a.layer_best[0] == pytest.approx(1.0) and a.layer_best[1] < 0.5
+    assert a.n_defined == n and a.shown_posterior_mass == pytest.approx(1.0) and not a.reason

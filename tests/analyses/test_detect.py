@@ -21,6 +21,8 @@ def test_wind_tunnel_frame_is_its_hypothesis_tokens(windtunnel_run, tmp_path):
     assert set(table["condition"]) == {"trained", "random_init"}
     assert len(table) == 2 * 2 * 2  # conditions x layers x heads (tiny preset)
     assert table["orthogonality"].between(0, 1).all() and (table["m"] == 6).all()
+    assert (table["orthogonality"] == 1 - table["mean_abs_cos"]).all()
+    assert table["isotropy"].between(0, 1).all() and table["orthogonalisable"].all()  # 6 <= d
     means = res.layer_means()
     assert set(means["layer"]) == {0, 1}
     for f in ("summary.json", "manifest.json", "report.html"):
@@ -46,3 +48,30 @@ def test_a_model_without_attention_is_refused(tmp_path):
     m = interp.InterpModel(build_model(task, "lstm", "tiny"), task=task)
     with pytest.raises((ExperimentError, interp.InterpError)):
         run_detect(DetectConfig(out=tmp_path / "x", progress=False), model=m)
+
+
+def test_the_twin_defaults_to_the_runs_training_seed(tmp_path):
+    """A wind-tunnel run's random-init twin is seeded by its training seed (so it is the run's
+    step 0) unless --twin-seed says otherwise; other models fall back to --seed."""
+    from bayesgeom import interp
+    from bayesgeom.analyses.kit.models import open_model, twin_seed
+    from bayesgeom.windtunnel import make_token_task
+    from bayesgeom.windtunnel.architectures import build_model
+    from bayesgeom.windtunnel.training import TrainConfig, train
+
+    run = tmp_path / "run"
+    train(TrainConfig(task="bijection", task_params={"V": 6}, arch="transformer",
+                      preset="tiny", steps=2, seed=5, batch_size=8, eval_every=2, eval_size=8,
+                      final_eval_size=8, ckpt_every=2, warmup_steps=1), run, progress=False)
+    assert twin_seed(str(run), None, 0) == 5 and twin_seed(str(run / "model"), None, 0) == 5
+    assert twin_seed(str(run), 3, 0) == 3 and twin_seed(None, None, 7) == 7
+    m = open_model(str(run))
+    step0 = interp.InterpModel(build_model(make_token_task("bijection", V=6), "transformer",
+                                           "tiny", 5))
+    assert interp.random_init_twin(m, seed=5).weights_digest() == step0.weights_digest()
+    res = run_detect(DetectConfig(model=str(run), out=tmp_path / "d", n_sequences=8,
+                                  progress=False))
+    assert res.twin_seed == 5
+    res = run_detect(DetectConfig(model=str(run), out=tmp_path / "e", n_sequences=8,
+                                  twin_seed=2, progress=False))
+    assert res.twin_seed == 2

@@ -98,10 +98,8 @@ def test_qk_alignment_matches_a_direct_computation(llama_probe_run, text_models)
         result, "qk_uniform_entropy_bits", "legal")[1] + 1e-9
 
 
-def test_token_key_orthogonality_uses_the_task_tokens(wt_probe_run, windtunnel_run):
-    result, _ = wt_probe_run
-    m = open_model(windtunnel_run)
-    emb = m.hf.get_input_embeddings().weight.detach()[m.task.hyp_slice]
+def _layer0_abs_cos(m, ids) -> float:
+    emb = m.hf.get_input_embeddings().weight.detach()[ids]
     attn = m.hf.transformer.h[0].attn
     with torch.no_grad():
         keys = attn.c_attn(emb.unsqueeze(0))[0][:, m.d_model: 2 * m.d_model].double()  # [V, H·dh]
@@ -109,10 +107,36 @@ def test_token_key_orthogonality_uses_the_task_tokens(wt_probe_run, windtunnel_r
     u = keys / keys.norm(dim=-1, keepdim=True)
     c = u @ u.transpose(1, 2)
     off = ~torch.eye(len(emb), dtype=torch.bool)
-    want = float(c[:, off].abs().mean())
+    return float(c[:, off].abs().mean())
+
+
+def test_token_key_orthogonality_uses_the_task_tokens(wt_probe_run, windtunnel_run):
+    result, _ = wt_probe_run
+    m = open_model(windtunnel_run)
+    want = _layer0_abs_cos(m, m.task.hyp_slice)  # the value (hypothesis-slice) tokens V..2V−1
     assert _rows(result, "token_key_abs_cos")[0] == pytest.approx(want, rel=1e-6)
     gauss = _rows(result, "token_key_gaussian")[0]
     assert gauss == pytest.approx(np.sqrt(2 / (np.pi * m.geometry.d_head)))
+
+
+def test_paper_i_token_keys_are_e_tok_0_to_v_at_layer_0_and_labelled_so(wt_probe_run,
+                                                                         windtunnel_run):
+    result, _ = wt_probe_run
+    m = open_model(windtunnel_run)
+    V = m.task.n_hypotheses
+    got = _rows(result, "paper1_key_abs_cos")
+    assert list(got) == [0] and got[0] == pytest.approx(_layer0_abs_cos(m, list(range(V))),
+                                                       rel=1e-6)
+    assert got[0] != pytest.approx(_rows(result, "token_key_abs_cos")[0], rel=1e-3)
+    cat = catalogue()
+    assert "Paper I" in cat["paper1_key_abs_cos"].label and "layer 0" in cat[
+        "paper1_key_abs_cos"].label
+    # the row compare reads at the Table-1 (last) layer is not called Paper I's
+    label = cat["token_key_abs_cos"].label
+    assert "Table-1 layer" in label and label.count("Paper I") == label.count("not Paper I")
+    assert not cat["token_key_abs_cos"].definition.startswith("Paper I")
+    names = {r.metric for r in compare.measure_rows(result)}
+    assert {"paper1_key_abs_cos", "token_key_abs_cos"} <= names
 
 
 def test_domain_manifolds_and_cka(llama_probe_run):

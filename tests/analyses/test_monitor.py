@@ -15,6 +15,7 @@ from bayesgeom.analyses.extrapolate.result import ExtrapolationResult, SchemeSum
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.analyses.monitor.result import (
     FAIL,
+    KL_CHECK,
     NOT_MEASURABLE,
     PASS,
     convergence_row,
@@ -25,7 +26,7 @@ from bayesgeom.analyses.monitor.run import MonitorConfig, run_monitor
 from bayesgeom.probes.posterior_consistency import coverage
 from bayesgeom.records import read_table, write_result
 
-CHECKS = ["key orthogonality", "hypothesis-space coverage", "posterior KL",
+CHECKS = ["key orthogonality", "hypothesis-space coverage", KL_CHECK,
           "domain-manifold separation", "extrapolation ratio", "convergence speed"]
 SMALL = ["--n-sequences", "16", "--verify-prompts", "24", "--n-null", "10", "--no-progress"]
 
@@ -53,11 +54,14 @@ def test_wind_tunnel_checklist_thresholds_flip_and_reuse(windtunnel_run, tmp_pat
     _every_row_has_a_value_or_a_reason(rows)
     assert "one domain" in rows["domain-manifold separation"]["note"]
     assert "no extrapolation run given" in rows["extrapolation ratio"]["note"]
-    kl = rows["posterior KL"]
+    kl = rows[KL_CHECK]
     assert kl["value"] > 0 and kl["control"] > 0 and kl["threshold"] == 0.01
+    assert "output" in kl["definition"] and "attention–posterior consistency" in kl["note"]
+    assert "undefined" in kl["note"]  # bijection: every shown value has posterior 0
     assert 0 <= rows["hypothesis-space coverage"]["value"] <= 1
     key = rows["key orthogonality"]
     assert key["control_label"].startswith("random-init twin") and 0 < key["reference"] < 1
+    assert "1 − mean |cos|" in key["definition"] and "isotropy" in key["note"]
     assert key["beats_control"] == (key["value"] > max(key["control"], key["reference"]))
     # 20 steps never reach 0.05 bits: a fail that says so, not a missing number
     conv = rows["convergence speed"]
@@ -78,7 +82,7 @@ def test_wind_tunnel_checklist_thresholds_flip_and_reuse(windtunnel_run, tmp_pat
                      "--convergence-mae-bits 100"):
             assert flag in text, flag
         got = _rows(json.loads((out / "summary.json").read_text()))
-        assert got["posterior KL"]["status"] == expect
+        assert got[KL_CHECK]["status"] == expect
         assert got["convergence speed"]["value"] == 20 and got["convergence speed"]["status"] \
             == PASS  # the first eval (step 20) is below 100 bits
     assert (out / "detect" / "summary.json").stat().st_mtime_ns == detect_mtime  # reused
@@ -101,7 +105,7 @@ def test_text_model_rows_say_why(text_models, base_corpora, tmp_path):
     sep = rows["domain-manifold separation"]
     assert sep.measured and 0 <= sep.value <= 1 and math.isfinite(sep.control)
     assert (tmp_path / "t" / "geometry" / "report.html").is_file()
-    kl = rows["posterior KL"]  # SULA label picking may fail on a 320-token tokenizer
+    kl = rows[KL_CHECK]  # SULA label picking may fail on a 320-token tokenizer
     assert kl.measured or "label" in kl.note
 
 

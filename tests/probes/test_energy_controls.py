@@ -63,7 +63,7 @@ def test_more_controls_than_dimensions_take_further_frames_and_say_how_many_they
 def test_the_top_energy_axis_has_no_matched_control_and_falls_back():
     x = _acts()
     m = EnergyMoments.of(x)
-    lam, vecs = np.linalg.eigh(m.matrix)
+    _, vecs = np.linalg.eigh(m.matrix)
     top = vecs[:, -1]
     c = energy_matched_controls(top, m, 40, seed=0)
     assert c.method == "top_subspace" and not c.matched and "top-energy" in c.reason

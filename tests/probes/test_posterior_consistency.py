@@ -6,11 +6,15 @@ import numpy as np
 import pytest
 
 from bayesgeom.probes.posterior_consistency import (
+    attention_posterior_tv,
     consistency_score,
+    defined_prompts,
     hypothesis_mass,
     output_deviation,
     permuted_within_groups,
     tracking_correlation,
+    undefined_reason,
+    uniform_attention_tv,
 )
 
 
@@ -60,3 +64,62 @@ def test_tracking_is_undefined_where_every_shown_hypothesis_has_the_same_posteri
     pattern = np.random.default_rng(2).random((3, 2, 3))
     mass, count = hypothesis_mass(pattern, tokens, hyp)
     assert np.isnan(tracking_correlation(mass, count, bayes)).all()
+
+
+def _retrieval(n=50, k=6, seed=3):
+    """Prompts showing each of k hypotheses once among filler (token 9), with a point posterior
+    on one of them (a retrieval) and, per head, attention patterns [n, 3, T]: head 0 puts its
+    weight exactly as the posterior (on the answer's position), head 1 is uniform over the
+    prompt, head 2 reads the first shown hypothesis."""
+    rng = np.random.default_rng(seed)
+    t = 2 * k
+    tokens = np.full((n, t), 9)
+    pos = np.stack([rng.choice(t, size=k, replace=False) for _ in range(n)])
+    for i in range(n):
+        tokens[i, pos[i]] = np.arange(k)
+    answer = rng.integers(0, k, size=n)
+    bayes = np.eye(k)[answer]
+    exact = np.zeros((n, t))
+    exact[np.arange(n), pos[np.arange(n), answer]] = 1.0
+    first = np.zeros((n, t))
+    first[np.arange(n), pos[:, 0]] = 1.0
+    pattern = np.stack([exact, np.full((n, t), 1.0 / t), first], axis=1)
+    return tokens, np.broadcast_to(np.arange(k), (n, k)), bayes, pattern
+
+
+def test_attention_that_is_the_posterior_scores_one_and_uniform_attention_low():
+    tokens, hyp, bayes, pattern = _retrieval()
+    mass, count = hypothesis_mass(pattern, tokens, hyp)
+    tv = attention_posterior_tv(mass, count, bayes)  # [N, H]
+    assert defined_prompts(count, bayes).all() and undefined_reason(count, bayes) == ""
+    score = 1 - tv.mean(0)
+    assert score[0] == pytest.approx(1.0, abs=1e-12)
+    assert score[1] == pytest.approx(1 / 6)  # uniform over 6 shown: TV = 1 − 1/6
+    assert score[1] == pytest.approx(1 - uniform_attention_tv(count, bayes).mean())
+    assert score[1] < score[2] < 0.5  # reading a fixed hypothesis is right 1 time in 6
+
+
+def test_attention_is_compared_on_the_shown_hypotheses_only():
+    # two shown hypotheses (0, 1) with posterior 0.6 / 0.2 (0.2 on the unshown 2): a head
+    # reading them 3:1 matches the posterior renormalised over the shown ones exactly
+    tokens = np.array([[0, 9, 1]])
+    bayes = np.array([[0.6, 0.2, 0.2]])
+    hyp = np.arange(3)[None]
+    pattern = np.array([[[0.6, 0.2, 0.2], [0.1, 0.1, 0.8]]])
+    mass, count = hypothesis_mass(pattern, tokens, hyp)
+    tv = attention_posterior_tv(mass, count, bayes)
+    assert tv[0, 0] == pytest.approx(0.0, abs=1e-12) and tv[0, 1] == pytest.approx(0.75 - 1 / 9)
+
+
+def test_attention_consistency_is_undefined_with_a_reason_where_nothing_can_match():
+    # bijection-like: every shown hypothesis has posterior 0
+    tokens = np.array([[0, 1, 9], [2, 9, 9], [1, 3, 9]])
+    hyp = np.broadcast_to(np.arange(4), (3, 4))
+    bayes = np.array([[0, 0, 0.5, 0.5], [0.5, 0.5, 0, 0], [0.5, 0, 0.5, 0]])
+    mass, count = hypothesis_mass(np.random.default_rng(2).random((3, 2, 3)), tokens, hyp)
+    assert np.isnan(attention_posterior_tv(mass, count, bayes)).all()
+    assert "posterior 0" in undefined_reason(count, bayes)
+    none_shown = np.zeros_like(count)
+    assert "no prompt shows a hypothesis" in undefined_reason(none_shown, bayes)
+    one = np.array([[1, 0, 0, 0]] * 3)  # one shown hypothesis: any attention would match
+    assert "two or more" in undefined_reason(one, np.full((3, 4), 0.25))
