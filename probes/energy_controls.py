@@ -26,11 +26,14 @@ one direction repeated):
 5. more than k controls take further independent frames: they cannot all be orthogonal, and
    the effective number says how many they amount to.
 
-If no direction orthogonal to u carries t (t > λ₁: the axis is the top-energy direction; or
-t < λ_{d−1}), the fallback is stated in :attr:`ControlDraw.method` and
-:attr:`ControlDraw.reason`: ``top_subspace`` -- random orthonormal directions of equal energy
-inside the top-k eigen-subspace, k = min(n, d − 1, :data:`FALLBACK_DIM`), carrying
-:attr:`ControlDraw.energy_ratio` < 1 of the axis' energy (``bottom_subspace`` likewise).
+If fewer than k₀ = min(n, d − 1, :data:`FALLBACK_DIM`) orthogonal directions can carry t (the
+axis is among the top-energy directions: t is above the mean of the top k₀ eigenvalues; none
+at all when t > λ₁), matched controls could only be a few directions repeated, and the
+fallback is stated in :attr:`ControlDraw.method` and :attr:`ControlDraw.reason`:
+``top_subspace`` -- random orthonormal directions of equal energy inside the top-k₀
+eigen-subspace, carrying :attr:`ControlDraw.energy_ratio` < 1 of the axis' energy, the most
+that k₀ independent controls can carry (``bottom_subspace`` likewise for an axis among the
+lowest-energy directions).
 
 :func:`effective_number`: the participation ratio (Σ eigenvalues)² / Σ eigenvalues² of the
 controls' Gram matrix of unit rows -- the effective number of controls, n for orthogonal ones
@@ -49,8 +52,9 @@ import numpy as np
 
 #: the controls' energy may differ from the axis' by this relative amount and count as matched
 ENERGY_TOLERANCE = 0.01
-#: the fallback's subspace (module doc) has this many dimensions at most: the smallest that can
-#: give as many independent controls as :data:`EFFECTIVE_FLOOR` asks
+#: matched controls need at least this many orthogonal directions that carry the axis' energy,
+#: else the fallback's subspace has this many dimensions (module doc): as many independent
+#: controls as :data:`EFFECTIVE_FLOOR` asks
 FALLBACK_DIM = 20
 #: below this many effective controls a parametric verdict is withheld (analyses.steer.stats)
 EFFECTIVE_FLOOR = 20
@@ -151,9 +155,10 @@ class ControlDraw:
 
 
 def energy_matched_controls(axis: np.ndarray, moments: EnergyMoments, n: int,
-                            seed: int = 0) -> ControlDraw:
+                            seed: int = 0, min_frame: int = FALLBACK_DIM) -> ControlDraw:
     """``n`` seeded control directions for edits along ``axis`` [d] on activations with
-    ``moments`` (module doc). Same seed, same controls.
+    ``moments`` (module doc): matched when at least min(n, d − 1, ``min_frame``) orthogonal
+    directions can carry the axis' energy, else the fallback. Same seed, same controls.
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -182,24 +187,30 @@ def energy_matched_controls(axis: np.ndarray, moments: EnergyMoments, n: int,
     top, bottom = np.cumsum(lam) / sizes, np.cumsum(lam[::-1]) / sizes
     slack = 1e-12 * target
     feasible = np.flatnonzero((bottom <= target + slack) & (target <= top + slack))
+    k_max = int(sizes[feasible[-1]]) if feasible.size else 0
+    want = min(n, d - 1, min_frame)
     rng = np.random.default_rng(seed)
     frames: list[np.ndarray] = []
     method, reason = "matched", ""
-    if feasible.size:
-        k = min(n, int(sizes[feasible[-1]]))
+    if k_max >= want:
+        k = min(n, k_max)
         while sum(f.shape[1] for f in frames) < n:
             q = _tilted_frame(lam, rng.standard_normal((d - 1, k)), target)
             frames.append(_equalise(q, np.diag(lam), target, rng))
     else:
-        k = min(n, d - 1, FALLBACK_DIM)
-        high = target > lam[0]
+        k = want
+        high = target > top[k - 1]
         method = "top_subspace" if high else "bottom_subspace"
         idx = np.arange(k) if high else np.arange(d - 1 - k, d - 1)
-        reason = (f"no direction orthogonal to the axis carries its energy {target:.4g} (the "
-                  f"achievable range is {lam[-1]:.4g}..{lam[0]:.4g}: the axis is the "
-                  f"{'top' if high else 'bottom'}-energy direction); controls are random "
-                  f"orthonormal directions of equal energy in the {method.split('_')[0]}-{k} "
-                  "eigen-subspace orthogonal to the axis")
+        side = "top" if high else "bottom"
+        few = (f"no direction orthogonal to the axis carries its energy {target:.4g} where "
+               f"the edits are applied (it is the {side}-energy direction)" if k_max == 0 else
+               f"only {k_max} mutually orthogonal directions orthogonal to the axis carry its "
+               f"energy {target:.4g} where the edits are applied (it is among the {side}-energy "
+               f"directions), fewer than the {k} independent controls asked for")
+        reason = (f"{few}; controls are random orthonormal directions of equal energy in the "
+                  f"{side}-{k} eigen-subspace orthogonal to the axis, carrying "
+                  f"{float(lam[idx].mean()) / target:.3f} of the axis' energy")
         sub = np.eye(d - 1)[:, idx]
         while sum(f.shape[1] for f in frames) < n:
             q = sub @ _orth(rng.standard_normal((k, k)))

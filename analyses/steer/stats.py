@@ -63,6 +63,12 @@ def controls_needed(n_conditions: int, alpha: float = 0.05) -> int:
     return math.ceil(n_conditions / alpha - 1e-9)
 
 
+def too_few(n_effective: float) -> bool:
+    """Fewer than :data:`probes.energy_controls.EFFECTIVE_FLOOR` effective controls (to float
+    rounding: k orthonormal directions have a participation ratio of k up to ~1e-12)."""
+    return bool(not n_effective >= EFFECTIVE_FLOOR - 1e-6)
+
+
 def prediction_p(effect: float, null: np.ndarray, n_effective: float) -> float:
     """Two-sided parametric p of ``effect`` as one more draw from the normal null of the finite
     control effects ``null`` [n] (module doc: Student t, n_eff − 1 degrees of freedom)."""
@@ -114,7 +120,7 @@ def effects_table(table: pd.DataFrame, head_layer: int, n_effective: float = mat
                         "p": t.p, "at_floor": t.at_floor, "z": t.z,
                         "p_z": prediction_p(a, null, n_effective)}
             recs.append(rec | energy.get(cond, {"energy_axis": np.nan, "energy_null": np.nan}))
-    return adjust(pd.DataFrame(recs), withheld=n_effective < EFFECTIVE_FLOOR)
+    return adjust(pd.DataFrame(recs), withheld=too_few(n_effective))
 
 
 def _energies(rows: pd.DataFrame) -> dict[str, dict[str, float]]:
@@ -169,7 +175,7 @@ def shortfalls(c: ControlSet) -> tuple[bool, bool]:
     withheld)."""
     unmatched = not (c.energy_ratio_min >= 1 - ENERGY_TOLERANCE
                      and c.energy_ratio_max <= 1 + ENERGY_TOLERANCE)
-    collapsed = bool(not c.n_effective >= EFFECTIVE_FLOOR)
+    collapsed = too_few(c.n_effective)
     return unmatched, collapsed
 
 
