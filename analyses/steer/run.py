@@ -39,6 +39,7 @@ same configuration, model and prompts resumes from there.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -242,13 +243,16 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
     sigmas = [reads[L].sigma for L in layers]
 
     parts = Parts(out / "parts")
+    # a finished condition is reused only with the very directions it was edited along
+    fp_parts = fingerprint(fp, hashlib.sha256(b"".join(
+        t.numpy().tobytes() for _, dirs in directions for t in dirs)).hexdigest())
     rows = tidy(clean, "clean", "clean", float("nan"), "none", "clean", pp.group_name)
     conds = conditions(cfg.cut_fractions, cfg.keep_only, cfg.shift_deltas)
     bar = tqdm(total=len(conds) * len(directions), desc="edited passes", unit="pass",
                disable=not cfg.progress)
     reused = 0
     for cond in conds:
-        hit = parts.get(cond.key, fp)
+        hit = parts.get(cond.key, fp_parts)
         if hit is not None:
             rows += hit["table"].to_dict("records")
             bar.update(len(directions))
@@ -263,7 +267,7 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
                 s, _ = score(po, pp, reads, ref, vocab)
                 crow += tidy(s, cond.key, cond.kind, cond.param, dname, eff, pp.group_name)
             bar.update(1)
-        parts.put(cond.key, fp, table=pd.DataFrame(crow))
+        parts.put(cond.key, fp_parts, table=pd.DataFrame(crow))
         rows += crow
     bar.close()
 
