@@ -15,22 +15,7 @@ import plotly.graph_objects as go
 
 from ..kit.html import COLORS, html_report
 from ..kit.numbers import num, times
-from .em_vs_sgd_result import EmVsSgdResult
-
-#: protocol -> the label every table, figure and report shows
-LABELS = {
-    "sgd": "SGD (lr 0.01)",
-    "authors_split": "authors' learning-rate split (lr 0.1 on W_V, 0.01 on W_Q, W_K, W_O)",
-    "em_closed_form": "EM-like, closed-form M-step (ours)",
-    "deep_adamw": "deep variant, AdamW (held-out test sequence)",
-}
-#: what the paper and the authors' code report, printed beside our numbers
-REFERENCES = {
-    "paper": "paper/README: EM-like schedule 2.3x faster (430 vs 1000 steps)",
-    "authors_code": ("authors' code as measured for issue 13: the learning-rate split reaches "
-                     "SGD's final loss in 458 +/- 164 steps vs 1,000 (2.2x); final loss 1.932 "
-                     "vs 2.031; floor 1.829 nats"),
-}
+from .em_vs_sgd_result import EmVsSgdResult, ProtocolSummary
 
 
 def _n(x: float, nd: int = 4) -> str:
@@ -50,54 +35,83 @@ def _x(v: float) -> str:
     return times(v)
 
 
+def _rows(r: EmVsSgdResult) -> list[ProtocolSummary]:
+    return [*r.protocols.values(), *([r.deep] if r.deep is not None else [])]
+
+
 def summary_table(r: EmVsSgdResult) -> pd.DataFrame:
     """One row per protocol (deep last): the headline numbers of :func:`format_summary`."""
-    rows = [*r.protocols.values(), *([r.deep] if r.deep is not None else [])]
     return pd.DataFrame([{
-        "protocol": s.protocol, "label": s.label, "seeds": s.n_seeds,
+        "protocol": s.protocol, "label": s.label,
+        "setting": f"{s.param} {s.value:g}" if s.param else "untuned", "seeds": s.n_seeds,
         "final loss": _pm(s.final_loss_mean, s.final_loss_sd),
-        "entropy": _pm(s.entropy_mean, s.entropy_sd),
-        "accuracy": _pm(s.accuracy_mean, s.accuracy_sd),
         "loss - H_min": _pm(s.gap_loss_mean, s.gap_loss_sd),
-        "entropy - H_min": _pm(s.gap_entropy_mean, s.gap_entropy_sd),
-        "steps to SGD final": (f"{_pm(s.steps_to_sgd_mean, s.steps_to_sgd_sd, 0)} "
-                               f"({s.reached}/{s.n_seeds})"),
-        "speed-up": _x(s.speedup),
-        "steps to own seed's SGD final": (
-            f"{_pm(s.steps_to_own_sgd_mean, s.steps_to_own_sgd_sd, 0)} "
-            f"({s.reached_own}/{s.n_seeds})"),
-        "speed-up (own seed)": _x(s.speedup_own),
-        "paired p (Holm)": ("" if not np.isfinite(s.p_vs_sgd)
-                            else f"{s.p_vs_sgd:.3g} ({s.p_holm:.3g})")} for s in rows])
+        "entropy": _pm(s.entropy_mean, s.entropy_sd),
+        "accuracy": _pm(s.accuracy_mean, s.accuracy_sd, 3),
+        "steps to tuned-SGD final": (f"{_pm(s.steps_to_tuned_mean, s.steps_to_tuned_sd, 0)} "
+                                     f"({s.reached}/{s.n_seeds})"),
+        "speed-up (steps)": _x(s.speedup),
+        "wall to tuned-SGD final (s)": _n(s.wall_to_tuned_mean, 2),
+        "speed-up (wall)": _x(s.speedup_wall),
+        "paired t vs tuned SGD": _n(s.t_vs_tuned, 2),
+        "p (Holm)": ("" if not np.isfinite(s.p_vs_tuned)
+                     else f"{s.p_vs_tuned:.2g} ({s.p_holm:.2g})"),
+        "survives": {None: "", True: "yes", False: "no"}[s.survives],
+        "steps to SGD(0.01) mean final": (f"{_pm(s.steps_to_sgd_mean, s.steps_to_sgd_sd, 0)} "
+                                          f"({s.reached_sgd}/{s.n_seeds})"),
+        "authors' speed-up": _x(s.speedup_sgd)} for s in _rows(r)])
+
+
+def tuning_table(r: EmVsSgdResult) -> pd.DataFrame:
+    """One row per tuned protocol: grid, pilot losses, choice, edge flag, cost."""
+    return pd.DataFrame([{
+        "protocol": t.protocol, "param": t.param, "grid": ", ".join(f"{v:g}" for v in t.grid),
+        "pilot final losses": ", ".join(_n(v) for v in t.pilot_losses),
+        "chosen": f"{t.chosen:g}", "at grid edge": "yes" if t.at_edge else "",
+        "trials' wall time (s)": t.wall_s} for t in r.tuning.values()])
 
 
 def format_summary(r: EmVsSgdResult) -> str:
-    """Terminal view: the set-up, one block per protocol, the references, the notes."""
-    lines = [f"EM-like vs SGD on the sticky Markov chain · seeds {r.seeds} · {r.steps} "
-             f"full-batch steps · nats",
+    """Terminal view: the verdict first, then the set-up, the tuning, one block per protocol,
+    the references and the notes."""
+    cost = sum(t.wall_s for t in r.tuning.values())
+    lines = [*r.verdict, "",
+             f"{'QUICK (not a result): ' if r.quick else ''}EM-like vs SGD on the sticky "
+             f"Markov chain · seeds {r.seeds} · {r.steps} full-batch steps · nats · "
+             f"{r.threads} torch thread(s) · {r.wall_s:.0f} s",
              f"P row 0 = {[round(v, 4) for v in r.p_row0]} (self-transition "
              f"{r.self_transition:.4f}); floor H_min = {r.floor_nats:.4f}; {r.n_params} params; "
-             f"mean final SGD loss = {_n(r.sgd_final_mean)}"]
-    for s in [*r.protocols.values(), *([r.deep] if r.deep is not None else [])]:
-        lines.append(f"{s.protocol} — {s.label} ({s.n_seeds} seeds)")
+             f"mean final loss: SGD lr 0.01 {_n(r.sgd_final_mean)}, tuned SGD "
+             f"{_n(r.tuned_sgd_final_mean)}",
+             f"tuning on pilot seed {r.pilot_seed} at {r.steps} steps "
+             f"({cost:.0f} s of training):"]
+    for t in r.tuning.values():
+        lines.append(f"  {t.protocol:<15} {t.param:<4} " + "  ".join(
+            f"{v:g}:{_n(loss)}" for v, loss in zip(t.grid, t.pilot_losses, strict=True))
+            + f"  -> {t.chosen:g}{' (grid edge)' if t.at_edge else ''}")
+    for s in _rows(r):
+        lines.append(f"{s.protocol} — {s.label} ({s.n_seeds} seeds"
+                     + (f", {s.param} {s.value:g})" if s.param else ")"))
         lines.append(f"  final loss {_pm(s.final_loss_mean, s.final_loss_sd)}  entropy "
                      f"{_pm(s.entropy_mean, s.entropy_sd)}  accuracy "
                      f"{_pm(s.accuracy_mean, s.accuracy_sd)}  loss−H_min "
-                     f"{_pm(s.gap_loss_mean, s.gap_loss_sd)}  entropy−H_min "
-                     f"{_pm(s.gap_entropy_mean, s.gap_entropy_sd)}")
+                     f"{_pm(s.gap_loss_mean, s.gap_loss_sd)}")
         if s.protocol == "deep_adamw":
             lines.append(f"  (test sequence: seed + 10000, dropout off; {r.deep_n_params:,} "
                          f"params, 64 of them an unused token table; {r.deep_steps} AdamW "
                          "steps, cosine over them; train loss "
                          f"{_pm(*_mean_sd([c.train_loss for c in r.deep_cells]))})")
             continue
-        test = ("" if not np.isfinite(s.p_vs_sgd) else
-                f"; paired t vs SGD {s.t_vs_sgd:.2f}, p {s.p_vs_sgd:.3g} (Holm {s.p_holm:.3g})")
-        steps = _pm(s.steps_to_sgd_mean, s.steps_to_sgd_sd, 0)
-        own = _pm(s.steps_to_own_sgd_mean, s.steps_to_own_sgd_sd, 0)
-        lines.append(f"  steps to SGD's mean final loss {steps} (reached {s.reached}/"
-                     f"{s.n_seeds}); speed-up {_x(s.speedup)}; to the seed's own SGD final "
-                     f"{own} ({s.reached_own}/{s.n_seeds}), {_x(s.speedup_own)}{test}")
+        test = ("" if not np.isfinite(s.p_vs_tuned) else
+                f"; paired t vs tuned SGD {s.t_vs_tuned:.2f}, p {s.p_vs_tuned:.3g} "
+                f"(Holm {s.p_holm:.3g})")
+        lines.append(f"  to tuned-SGD final: {_pm(s.steps_to_tuned_mean, s.steps_to_tuned_sd, 0)}"
+                     f" steps ({s.reached}/{s.n_seeds}), {_x(s.speedup)}; wall "
+                     f"{_n(s.wall_to_tuned_mean, 2)} s, {_x(s.speedup_wall)} "
+                     f"({s.s_per_step * 1e3:.1f} ms/step){test}")
+        lines.append(f"  authors' measure (to SGD lr 0.01's mean final): "
+                     f"{_pm(s.steps_to_sgd_mean, s.steps_to_sgd_sd, 0)} steps "
+                     f"({s.reached_sgd}/{s.n_seeds}), {_x(s.speedup_sgd)}")
     lines += [f"reference — {v}" for v in r.references.values()]
     lines += [f"note — {v}" for v in r.notes]
     return "\n".join(lines)
@@ -107,14 +121,14 @@ def curve_figure(curves: pd.DataFrame, floor: float) -> go.Figure:
     """Loss against step: per protocol the mean over seeds and a ±1 sd band; the floor H_min
     dashed. ``curves``: the tidy table (protocol, seed, step, loss)."""
     fig = go.Figure()
-    for i, (proto, g) in enumerate(curves.groupby("protocol", sort=False)):
+    for i, (_, g) in enumerate(curves.groupby("protocol", sort=False)):
         w = g.pivot(index="step", columns="seed", values="loss")
         m, sd = w.mean(axis=1), w.std(axis=1, ddof=1).fillna(0.0)
         x, colour = w.index.to_numpy(), COLORS[i % len(COLORS)]
         fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=np.r_[m + sd, (m - sd)[::-1]],
                                  fill="toself", fillcolor=colour, opacity=0.2, line_width=0,
                                  hoverinfo="skip", showlegend=False))
-        fig.add_trace(go.Scatter(x=x, y=m, name=LABELS.get(str(proto), str(proto)),
+        fig.add_trace(go.Scatter(x=x, y=m, name=str(g["label"].iloc[0]),
                                  line={"color": colour}))
     fig.add_hline(y=floor, line_dash="dash", annotation_text=f"floor H_min = {floor:.4f}")
     fig.update_layout(xaxis_title="full-batch step", yaxis_title="training loss (nats)",
@@ -123,15 +137,17 @@ def curve_figure(curves: pd.DataFrame, floor: float) -> go.Figure:
 
 
 def write_report(path: Path, r: EmVsSgdResult, curves: pd.DataFrame, cells: pd.DataFrame,
-                 manifest: dict[str, Any]) -> Path:
+                 trials: pd.DataFrame, manifest: dict[str, Any]) -> Path:
     sections: list[tuple[str, object]] = [
-        ("Summary", format_summary(r)),
-        ("Per protocol (mean ± sd over seeds)", summary_table(r)),
+        ("What was found" + (" (QUICK: NOT A RESULT)" if r.quick else ""), format_summary(r)),
+        ("Per protocol (mean ± sd over seeds; tests against tuned SGD)", summary_table(r)),
+        (f"Tuning on pilot seed {r.pilot_seed}", tuning_table(r)),
         ("Training loss (mean ± sd over seeds)",
          curve_figure(curves[curves["protocol"] != "deep_adamw"], r.floor_nats))]
     if r.deep is not None:
         sections.append(("Deep variant: training loss",
                          curve_figure(curves[curves["protocol"] == "deep_adamw"], r.floor_nats)))
-    sections.append(("Per seed", cells))
-    return html_report(path, "EM-like vs SGD — sticky Markov chain (Paper II §2.3)", sections,
+    sections += [("Tuning trials", trials), ("Per seed", cells)]
+    title = "EM-like vs SGD, tuned baselines — sticky Markov chain (Paper II §2.3)"
+    return html_report(path, ("QUICK (not a result) — " if r.quick else "") + title, sections,
                        manifest)

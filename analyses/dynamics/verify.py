@@ -14,6 +14,11 @@ layer (:func:`probes.routing_law.relative_error`). The value step (identity 5) i
 through the site ``attn.L.v`` at step sizes η = ε·L/‖g‖² (a first-order loss change of ε·L) for
 each ε of ``--epsilons``; |1 − ratio| should shrink with ε.
 
+Identity 6 (``feedback``: Δb_ij = −η u_iᵀ Σ_i' α_i'j u_i') is u_iᵀ times identity 3's value
+gradient at fixed u, so it follows from identity 3 and is no independent check: it is reported
+as a corollary of identity 3 (``corollary_of``) and not counted among the independent passes
+(``all_passed``, ``independent_passed``).
+
 Controls (rows ``control: True``): the same checks with a deliberately wrong law -- the routing
 law without its baseline (∂L/∂s ≈ α ⊙ b) and the value gradient without the responsibilities
 (Σ_i u_i for every j) -- show the size of error a false identity gives on these tensors.
@@ -47,7 +52,7 @@ from ..kit.options import layers_option, model_option
 from ..kit.out_dirs import claim
 from ..kit.run_options import RunOptions, Seeded
 from ..kit.writer import write_run
-from .verify_result import CONTROLS, IDENTITIES, IdentityCheck, VerifyResult
+from .verify_result import CONTROLS, COROLLARIES, IDENTITIES, IdentityCheck, VerifyResult
 
 DEFAULT_PROMPTS = (
     "The capital of France is Paris, and the capital of Italy is",
@@ -200,7 +205,9 @@ def _summarise(cfg: VerifyConfig, m: interp.InterpModel, g: AttentionGradients,
             identity=name, formula=formula, per=per, spec_item=item, control=control,
             max_error=float(worst["error"]), worst_layer=int(worst["layer"]),
             worst_head=int(worst["head"]),
-            passed=None if control else bool(worst["error"] <= cfg.bound)))
+            passed=None if control else bool(worst["error"] <= cfg.bound),
+            corollary_of=COROLLARIES.get(name)))
+    independent = [c for c in checks if not c.control and c.corollary_of is None]
     vs = {f"{e:g}": float(steps.loc[steps["epsilon"] == e, "gap"].max())
           for e in cfg.epsilons}
     return VerifyResult(
@@ -208,7 +215,9 @@ def _summarise(cfg: VerifyConfig, m: interp.InterpModel, g: AttentionGradients,
         loss=g.loss, n_prompts=n_prompts, n_tokens=n_tok, layers=sorted(g.layers),
         n_heads=g.geometry.n_heads, n_kv_heads=g.geometry.n_kv_heads, tolerance=cfg.bound,
         checks=checks, value_step=vs,
-        all_passed=all(c.passed for c in checks if not c.control),
+        all_passed=all(c.passed for c in independent),
+        independent_passed=sum(bool(c.passed) for c in independent),
+        independent_checked=len(independent),
         wall_s=round(time.perf_counter() - t0, 2))
 
 

@@ -18,6 +18,10 @@ IDENTITIES: dict[str, tuple[str, str, str]] = {
     "masked_entries": ("α = 0 and ∂L/∂s = 0 on masked entries (absolute)", "query head",
                        "7"),
 }
+#: identity -> the identity it follows from: spec item 6 (the feedback Δb) is u_iᵀ times
+#: identity 3's value gradient at fixed u, so it holds whenever identity 3 does and is no
+#: independent check; it is reported, labelled, and left out of the independent passes
+COROLLARIES: dict[str, str] = {"feedback": "value_grad"}
 CONTROLS: dict[str, tuple[str, str, str]] = {
     "routing_law_without_baseline": ("∂L/∂s_ij ≈ α_ij b_ij (no E_α[b])", "query head", "1"),
     "value_grad_without_responsibilities": ("∂L/∂v_j ≈ Σ_i u_i", "kv head", "3"),
@@ -36,6 +40,8 @@ class IdentityCheck:
     worst_layer: int
     worst_head: int
     passed: bool | None
+    #: the identity this one follows from (None: an independent identity or a control)
+    corollary_of: str | None = None
 
 
 @dataclass
@@ -56,5 +62,9 @@ class VerifyResult:
     checks: list[IdentityCheck]
     #: ε -> the largest |1 − ratio| over layers (identity 5)
     value_step: dict[str, float] = field(default_factory=dict)
+    #: every independent identity passes (corollaries and controls not counted)
     all_passed: bool = False
+    #: independent identities passed / checked (corollaries and controls not counted)
+    independent_passed: int = 0
+    independent_checked: int = 0
     wall_s: float = 0.0

@@ -9,6 +9,7 @@ import pytest
 
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.dynamics.verify import CONTROLS, IDENTITIES, VerifyConfig, run_verify
+from bayesgeom.analyses.dynamics.verify_report import format_summary
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.records import read_json, read_table
 
@@ -22,6 +23,13 @@ def test_tiny_gqa_llama_in_float64_passes_every_identity(text_models, tmp_path):
     assert res.all_passed and all(checks[k].max_error <= 1e-6 for k in IDENTITIES)
     # the deliberately wrong laws are far off on the same tensors: the check has power
     assert all(checks[k].max_error > 1e-2 for k in CONTROLS)
+    # identity 6 (feedback) is identity 3 at fixed u: labelled a corollary, not counted
+    assert checks["feedback"].corollary_of == "value_grad" and checks["feedback"].passed
+    assert all(checks[k].corollary_of is None for k in IDENTITIES if k != "feedback")
+    assert res.independent_checked == len(IDENTITIES) - 1 == res.independent_passed
+    text = format_summary(res)
+    assert "corollary of 3, not independent" in text
+    assert f"all {len(IDENTITIES) - 1}/{len(IDENTITIES) - 1} independent identities pass" in text
     gaps = list(res.value_step.values())  # epsilons 0.1, 0.01, 0.001
     assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-2
     table = read_table(tmp_path / "v" / "table.parquet")

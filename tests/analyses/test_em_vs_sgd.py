@@ -1,5 +1,7 @@
-"""``bayesgeom dynamics em-vs-sgd``: the closed-form M-step lowers the loss at fixed attention;
-a tiny run writes its files, reuses finished cells and repeats itself exactly."""
+"""``bayesgeom dynamics em-vs-sgd``: the batched trainer equals the plain per-step loop on every
+protocol; the M-step and its ablations are what they say; tuning picks the pilot argmin; the
+quick preset stays small; the summary states the verdict; a tiny run writes its files, reuses
+finished cells and repeats itself exactly."""
 
 from __future__ import annotations
 
@@ -12,16 +14,25 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bayesgeom.analyses.dynamics.em_vs_sgd import (
-    EmVsSgdConfig,
-    first_below,
+from bayesgeom.analyses.dynamics import em_vs_sgd as mod
+from bayesgeom.analyses.dynamics.em_vs_sgd import EmVsSgdConfig, run_em_vs_sgd
+from bayesgeom.analyses.dynamics.em_vs_sgd_deep import train_deep
+from bayesgeom.analyses.dynamics.em_vs_sgd_protocols import (
+    BASELINE,
+    GRID_POINTS,
+    PILOT_SEED,
+    PROTOCOLS,
+)
+from bayesgeom.analyses.dynamics.em_vs_sgd_reference import (
     m_step,
-    run_em_vs_sgd,
     token_errors,
-    train_deep,
-    train_shallow,
+    train_reference,
+    uniform_attention,
 )
 from bayesgeom.analyses.dynamics.em_vs_sgd_report import format_summary
+from bayesgeom.analyses.dynamics.em_vs_sgd_stats import Run, choose, first_below
+from bayesgeom.analyses.dynamics.em_vs_sgd_verdict import verdict
+from bayesgeom.analyses.dynamics.sticky_trainer import RunSettings, train_batch
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.windtunnel import sticky_chain as sc
 
@@ -37,15 +48,13 @@ def _loss_at_fixed_attention(m: sc.SingleHeadAttention, seq: sc.StickySequence,
 def test_m_step_lowers_the_loss_at_fixed_attention(trained_steps):
     seq = sc.make_sequence(42, 400)
     if trained_steps:  # a partly trained point: the authors' split, then its W_Q, W_K, W_O fixed
-        _, m = train_shallow("authors_split", seq, trained_steps, eta=1.0)
+        _, m = train_reference(PROTOCOLS["authors_split"].settings(0.1), seq, trained_steps)
     else:
         m = sc.SingleHeadAttention(42)
     with torch.no_grad():
         alpha = m.attention(seq.inputs)
     before = _loss_at_fixed_attention(m, seq, m.W_V.detach())
-    with torch.no_grad():
-        assert before == pytest.approx(float(F.cross_entropy(m(seq.inputs)[0], seq.targets)))
-    for eta in (0.3, 3.0, EmVsSgdConfig().eta):  # the default η = 30 included
+    for eta in (0.3, 3.0, 30.0):
         after = _loss_at_fixed_attention(m, seq, m_step(m, seq.inputs, seq.targets, alpha, eta))
         assert after < before - 1e-6
     # η = 0: V* = X W_V lies in the column space of X, so least squares returns W_V itself
@@ -53,15 +62,68 @@ def test_m_step_lowers_the_loss_at_fixed_attention(trained_steps):
     assert torch.allclose(same, m.W_V.detach(), atol=1e-5)
 
 
-def test_token_errors_are_the_per_token_gradients():
-    seq = sc.make_sequence(1, 50)
-    m = sc.SingleHeadAttention(1)
-    alpha = m.attention(seq.inputs).detach()
-    o = (alpha @ (seq.inputs @ m.W_V)).detach().requires_grad_(True)
-    F.cross_entropy(o @ m.W_O, seq.targets, reduction="sum").backward()  # sum: per-token grads
-    want = o.grad
-    got = token_errors((o @ m.W_O).detach(), seq.targets, m.W_O.detach())
-    assert torch.allclose(got, want, atol=1e-6)
+def test_ablations_are_what_they_say():
+    seq = sc.make_sequence(7, 120)
+    m, x, y = sc.SingleHeadAttention(7), seq.inputs, seq.targets
+    with torch.no_grad():
+        alpha = m.attention(x)
+        u = token_errors((alpha @ (x @ m.W_V)) @ m.W_O, y, m.W_O)
+        v = x @ m.W_V
+    w = uniform_attention(len(y))
+    assert torch.allclose(w.sum(1), torch.ones(len(y))) and torch.equal(w.triu(1), 0 * w)
+    eta = 5.0
+
+    def solve(target: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.lstsq(x.double(), target.double()).solution.float()
+
+    want = {"alpha": solve(v - eta * (alpha.T @ u) / alpha.sum(0)[:, None]),
+            "unnorm": solve(v - eta * alpha.T @ u),  # no 1/Σα
+            "uniform": solve(v - eta * (w.T @ u) / w.sum(0)[:, None])}  # α -> uniform
+    got = {k: m_step(m, x, y, alpha, eta, k) for k in want}
+    for k in want:
+        assert torch.allclose(got[k], want[k], atol=1e-5), k
+    for a, b in (("alpha", "unnorm"), ("alpha", "uniform"), ("unnorm", "uniform")):
+        assert (got[a] - got[b]).abs().max() > 1e-3, (a, b)
+
+
+@pytest.mark.parametrize("name", list(PROTOCOLS))
+def test_batched_trainer_equals_the_per_step_loop(name):
+    p = PROTOCOLS[name]
+    value = p.grid[2] if p.tuned else p.fixed
+    seqs = [sc.make_sequence(42, 300), sc.make_sequence(2024, 300)]
+    got = train_batch(seqs, [p.settings(value)] * 2, 4, chunk=64)
+    for i, seq in enumerate(seqs):
+        losses, model = train_reference(p.settings(value), seq, 4)
+        np.testing.assert_allclose(got.losses[i], losses, rtol=0, atol=2e-6)
+        for n, w in model.named_parameters():  # float32 rounding, relative to the matrix
+            err = (got.params[n][i] - w.detach()).abs().max() / w.detach().abs().max()
+            assert err < 2e-5, (n, float(err))
+        with torch.no_grad():
+            assert torch.allclose(got.final_logits[i], model(seq.inputs)[0], atol=1e-5)
+
+
+def test_a_run_does_not_depend_on_its_batch():
+    seqs = [sc.make_sequence(s, 200) for s in (42, 2024, 1337)]
+    st = RunSettings("sgd", 0.1, 0.1, 0.1, 0.1)
+    alone = train_batch(seqs[1:2], [st], 3)
+    together = train_batch(seqs, [st, st, st], 3)
+    assert np.array_equal(alone.losses[0], together.losses[1])
+
+
+def test_tuning_picks_the_pilot_argmin():
+    def run(loss: float) -> Run:
+        return Run(np.array([3.0, loss]), {"final_loss": loss})
+
+    trials = {"a": {1.0: run(2.0), 3.0: run(1.5), 10.0: run(float("nan"))},
+              "b": {0.1: run(1.2), 0.3: run(1.2)}}
+    assert choose(trials) == {"a": 3.0, "b": 0.1}  # NaN (diverged) never chosen; ties: first
+    assert PILOT_SEED not in sc.SEEDS
+    tuned = [p for p in PROTOCOLS.values() if p.tuned]
+    assert {len(p.trials(False)) for p in tuned} == {GRID_POINTS}  # one budget for all
+    assert {len(p.trials(True)) for p in tuned} == {3}
+    for p in tuned:
+        g = np.log10(p.grid)
+        np.testing.assert_allclose(np.diff(g), 0.5, atol=0.03)  # a declared log grid
 
 
 def test_first_below():
@@ -69,51 +131,96 @@ def test_first_below():
     assert math.isnan(first_below(np.array([3.0, 2.0]), 1.0))
 
 
-def test_bad_settings_are_one_line_usage_errors(tmp_path):
+def test_quick_config_stays_small_and_bad_settings_are_one_line_errors(tmp_path):
+    q = EmVsSgdConfig(out=tmp_path / "q", quick=True)
+    q.check()
+    n_trials = sum(len(p.trials(True)) for p in PROTOCOLS.values())
+    assert q.n_seeds == 2 and q.n_steps == 150 and n_trials == 7 * 3
+    model_steps = (n_trials + len(PROTOCOLS) * q.n_seeds) * q.n_steps
+    assert model_steps <= 6000  # ≈ 1 min at the measured ≈ 10 ms a model-step
+    with pytest.raises(ExperimentError, match="drop --seeds"):
+        run_em_vs_sgd(EmVsSgdConfig(out=tmp_path / "x", quick=True, seeds=3))
     with pytest.raises(ExperimentError, match="seeds must be <= 5"):
         run_em_vs_sgd(EmVsSgdConfig(out=tmp_path / "x", seeds=6))
-    with pytest.raises(ExperimentError, match="eta must be > 0"):
-        run_em_vs_sgd(EmVsSgdConfig(out=tmp_path / "x", eta=0.0))
+    with pytest.raises(ExperimentError, match="deep_seeds"):
+        EmVsSgdConfig(seeds=1, deep=True, deep_seeds=2).check()
 
 
-def test_tiny_run_writes_reuses_and_repeats(tmp_path):
-    cfg = EmVsSgdConfig(out=tmp_path / "run", seeds=2, steps=3, progress=False)
+def _summary(name: str, **kw) -> object:
+    from bayesgeom.analyses.dynamics.em_vs_sgd_result import ProtocolSummary
+
+    base = dict(protocol=name, label=name, param="eta", value=30.0, n_seeds=5,
+                final_loss_mean=2.0, final_loss_sd=0.01, entropy_mean=2.0, entropy_sd=0.01,
+                accuracy_mean=0.2, accuracy_sd=0.01, gap_loss_mean=0.2, gap_loss_sd=0.01,
+                gap_entropy_mean=0.2, gap_entropy_sd=0.01, steps_to_tuned_mean=math.nan,
+                steps_to_tuned_sd=math.nan, reached=0, speedup=math.nan,
+                wall_to_tuned_mean=math.nan, s_per_step=0.01, speedup_wall=math.nan,
+                steps_to_sgd_mean=400.0, steps_to_sgd_sd=10.0, reached_sgd=5, speedup_sgd=2.5,
+                t_vs_tuned=3.0, p_vs_tuned=0.01, p_holm=0.05, survives=False)
+    return ProtocolSummary(**{**base, **kw})
+
+
+def test_the_verdict_names_what_survives_tuning():
+    summ = {p: _summary(p) for p in PROTOCOLS}
+    summ[BASELINE] = _summary(BASELINE, param="lr", value=0.3, survives=None)
+    summ["adam"] = _summary("adam", param="lr", value=0.01, reached=5, speedup=4.0,
+                            speedup_wall=4.0, t_vs_tuned=-7.0, p_holm=0.002, survives=True)
+    lines, survivors = verdict(summ, {}, False, [42], 1000)
+    assert survivors == ["adam"] and lines[0].startswith("Speed-ups that survive tuning")
+    assert "No EM-like protocol's speed-up survives" in lines[0]
+    assert "authors' split's 2.5" in lines[1] and "closed-form M-step's 2.5" in lines[1]
+    summ["adam"] = _summary("adam")
+    summ["em_closed_form"] = _summary("em_closed_form", reached=5, speedup=12.0,
+                                      speedup_wall=11.0, final_loss_mean=1.9, t_vs_tuned=-8.0,
+                                      p_holm=0.001, survives=True)
+    lines, survivors = verdict(summ, {}, False, [42], 1000)
+    assert survivors == ["em_closed_form"] and "12.0" in lines[0]
+    assert "No EM-like" not in lines[0] and "closed-form" not in lines[1]
+    summ["em_closed_form"] = _summary("em_closed_form")
+    lines, survivors = verdict(summ, {}, True, [42], 100)
+    assert not survivors and lines[0].startswith("QUICK: NOT A RESULT")
+    assert lines[1].startswith("No speed-up survives tuning")
+
+
+def test_tiny_run_writes_reuses_and_repeats(tmp_path, monkeypatch):
+    monkeypatch.setattr(mod, "QUICK_STEPS", 2)  # the quick preset, two steps
+    cfg = EmVsSgdConfig(out=tmp_path / "run", quick=True, progress=False)
     r = run_em_vs_sgd(cfg)
     out = cfg.out
-    for f in ("table.parquet", "cells.parquet", "summary.json", "manifest.json", "report.html"):
+    for f in ("table.parquet", "cells.parquet", "tuning.parquet", "summary.json",
+              "manifest.json", "report.html"):
         assert (out / f).is_file(), f
     curves = pd.read_parquet(out / "table.parquet")
-    assert {"protocol", "seed", "step", "loss"} <= set(curves.columns)
-    assert len(curves) == 3 * 2 * 4 and set(curves["seed"]) == {42, 2024}
+    assert len(curves) == len(PROTOCOLS) * 2 * 3 and set(curves["seed"]) == {42, 2024}
     assert r.floor_nats == pytest.approx(1.8292, abs=1e-4) and r.n_params == 820
-    assert r.seeds == [42, 2024] and not any(c.reused for c in r.cells)
+    assert r.quick and r.verdict[0].startswith("QUICK: NOT A RESULT")
+    text = format_summary(r)
+    assert text.startswith("QUICK: NOT A RESULT") and "survive" in text.splitlines()[1]
+    assert "458 +/- 164" in text and "2.3x faster (430 vs 1000" in text
+    html = (out / "report.html").read_text()
+    assert "QUICK" in html and "not a result" in html
+    # tuning: the chosen value is the pilot argmin and is what the seeds ran with
+    trials = pd.read_parquet(out / "tuning.parquet")
+    assert len(trials) == 7 * 3 and set(trials["pilot_seed"]) == {PILOT_SEED}
+    for p, t in r.tuning.items():
+        assert t.chosen == t.grid[int(np.nanargmin(t.pilot_losses))]
+        assert {c.value for c in r.cells if c.protocol == p} == {t.chosen}
+        assert trials[(trials.protocol == p) & trials.chosen]["value"].tolist() == [t.chosen]
     first = {(c.protocol, c.seed): c.final_loss for c in r.cells}
-    assert r.sgd_final_mean == pytest.approx(np.mean([first["sgd", 42], first["sgd", 2024]]))
     for c in r.cells:  # the final loss is the curve's last point
         last = curves[(curves.protocol == c.protocol) & (curves.seed == c.seed)]["loss"].iloc[-1]
         assert last == pytest.approx(c.final_loss, abs=1e-5)
-    summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["protocols"]) == {"sgd", "authors_split", "em_closed_form"}
-    assert summary["protocols"]["sgd"]["p_vs_sgd"] is None  # NaN: no test against itself
-    assert summary["protocols"]["sgd"]["reached_own"] == 0  # not paired with itself
-    for c in r.cells:
-        if c.protocol != "sgd" and np.isfinite(c.steps_to_own_sgd):
+        if c.protocol != BASELINE and np.isfinite(c.steps_to_tuned):
             own = curves[(curves.protocol == c.protocol) & (curves.seed == c.seed)]["loss"]
-            assert own.iloc[int(c.steps_to_own_sgd)] < first["sgd", c.seed]
-    html = (out / "report.html").read_text()
-    assert "authors&#x27; learning-rate split" in html and "closed-form M-step" in html
-    text = format_summary(r)
-    assert "458 +/- 164" in text and "2.3x faster (430 vs 1000" in text
+            assert own.iloc[int(c.steps_to_tuned)] < first[BASELINE, c.seed]
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["protocols"]) == set(PROTOCOLS)
+    assert summary["protocols"][BASELINE]["p_vs_tuned"] is None  # not tested against itself
+    assert summary["verdict"] == r.verdict
 
     again = run_em_vs_sgd(cfg)  # the same run: every cell reused, the same numbers
     assert all(c.reused for c in again.cells)
     assert {(c.protocol, c.seed): c.final_loss for c in again.cells} == first
-
-    other = run_em_vs_sgd(EmVsSgdConfig(out=tmp_path / "other", seeds=1, steps=3,
-                                        progress=False))  # retrained from scratch
-    assert not any(c.reused for c in other.cells)
-    for c in other.cells:
-        assert c.final_loss == first[c.protocol, c.seed]
 
 
 def test_deep_variant_runs_on_a_short_sequence():
@@ -126,12 +233,11 @@ def test_deep_variant_runs_on_a_short_sequence():
 
 
 def test_deep_cells_join_the_summary_and_report(tmp_path, monkeypatch):
-    from bayesgeom.analyses.dynamics import em_vs_sgd as mod
-
     short = mod.train_deep
     monkeypatch.setattr(mod, "train_deep",  # a 40-state sequence keeps the test fast
                         lambda seed, steps, bar=None: short(seed, steps, bar, length=40))
-    cfg = EmVsSgdConfig(out=tmp_path / "deep", seeds=2, steps=1, deep=True, deep_steps=2,
+    monkeypatch.setattr(mod, "QUICK_STEPS", 1)
+    cfg = EmVsSgdConfig(out=tmp_path / "deep", quick=True, deep=True, deep_steps=2,
                         deep_seeds=1, progress=False)
     assert cfg.deep_seed_list() == [42]
     r = run_em_vs_sgd(cfg)
@@ -141,5 +247,19 @@ def test_deep_cells_join_the_summary_and_report(tmp_path, monkeypatch):
     curves = pd.read_parquet(cfg.out / "table.parquet")
     assert (curves["protocol"] == "deep_adamw").sum() == 3
     assert "deep_adamw" in format_summary(r)
-    with pytest.raises(ExperimentError, match="deep_seeds"):
-        EmVsSgdConfig(seeds=1, deep_seeds=2).check()
+
+
+def test_a_diverged_cell_is_reused_as_nan(tmp_path):
+    from tqdm.auto import tqdm
+
+    from bayesgeom.records import Parts
+
+    p = PROTOCOLS["sgd_tuned"]
+    parts, bar = Parts(tmp_path / "cells"), tqdm(disable=True)
+    cells = [("blown", PILOT_SEED, 1e8), ("fine", PILOT_SEED, 0.1)]
+    first = mod.run_group(p, cells, 3, parts, bar)
+    again = mod.run_group(p, cells, 3, parts, bar)  # from the cache: JSON null -> NaN
+    assert math.isnan(first["blown"].metrics["final_loss"])
+    assert math.isnan(again["blown"].metrics["final_loss"]) and again["blown"].metrics["reused"]
+    assert choose({"sgd_tuned": {1e8: again["blown"], 0.1: again["fine"]}}) == {
+        "sgd_tuned": 0.1}
