@@ -9,6 +9,11 @@ holding the ``--out``); see :mod:`records.errors`. Ctrl-C exits with 130 and a c
 pipe (``bayesgeom ... --json | head``) with 141, the statuses a shell gives those signals.
 Anything else is a bug and keeps its traceback.
 
+The parser lists every command by its name and help line and adds a command's options only
+when that command is chosen (:class:`analyses.kit.parser.Parser`), so ``bayesgeom --help``,
+``--version`` and a usage error import no torch, transformers or pandas of an experiment that
+does not run (``benchmarks/cli_startup.py`` times them).
+
 Example:
     >>> main(["windtunnel", "sample", "--V", "3", "--n", "1"])  # doctest: +ELLIPSIS
     sequence 0: 3 tokens
@@ -23,8 +28,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..records import exit_code, os_error_line
-from .kit.options import CLIError, Parser, parent_parser
+from ..records import exit_code, os_error_line, package_version
+from .kit.options import parent_parser
+from .kit.parser import CLIError, Parser
 
 EXIT_INTERRUPTED = 130
 EXIT_PIPE = 141
@@ -36,6 +42,8 @@ def build_parser() -> Parser:
 
     p = Parser(prog="bayesgeom", description="Measure the Bayesian geometry of transformer "
                "attention: wind tunnels with exact posteriors and pretrained LLMs.")
+    p.add_argument("--version", action="version",
+                   version=f"%(prog)s {package_version('bayesgeom') or '0+unknown'}")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     parent = parent_parser()
     windtunnel.register(sub, parent)
@@ -50,18 +58,25 @@ def build_parser() -> Parser:
     return p
 
 
+#: the errors of the tasks and of interp that are a bad input: (module under bayesgeom, name)
+LIBRARY_ERRORS = (("interp.errors", "InterpError"), ("windtunnel.task", "TaskConfigError"),
+                  ("windtunnel.checkpoint", "CheckpointError"),
+                  ("windtunnel.posterior_prompts", "PromptSetError"))
+
+
 def user_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that mean a bad input or a fault of the machine, not a bug: shown as one
     line (bayesgeom's own errors derive from :class:`records.BayesgeomError`; the rest are
-    the errors of the tasks and of interp, and the machine's)."""
-    from ..interp import InterpError
-    from ..records import BayesgeomError, OptionError
-    from ..windtunnel import PromptSetError, RunDirError, TaskConfigError
-    from ..windtunnel.checkpoint import CheckpointError
+    the errors of the tasks and of interp, and the machine's). A library error counts once its
+    module is loaded: one never imported raised nothing, and a usage error stays fast."""
+    from ..records import BayesgeomError, OptionError, RunDirError
 
-    return (BayesgeomError, CLIError, OptionError, TaskConfigError, RunDirError,
-            CheckpointError, FloatingPointError, InterpError, PromptSetError, OSError,
-            MemoryError)
+    root = __package__.rpartition(".")[0]
+    loaded = (sys.modules.get(f"{root}.{module}") for module, _ in LIBRARY_ERRORS)
+    library = [getattr(m, name) for m, (_, name) in zip(loaded, LIBRARY_ERRORS, strict=True)
+               if m is not None]
+    return (BayesgeomError, CLIError, OptionError, RunDirError, FloatingPointError, OSError,
+            MemoryError, *library)
 
 
 def one_line(e: BaseException) -> str:

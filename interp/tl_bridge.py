@@ -17,29 +17,17 @@ from torch import nn
 
 from .errors import InterpError
 from .sites import SITE_KINDS, Site
+from .tl_names import TL_HOOKS
 from .token_batch import TokenBatch
 
 SiteFn = Callable[[torch.Tensor], torch.Tensor | None]
 
-_HOOK_NAMES = {
-    "resid_pre": "blocks.{L}.hook_resid_pre",
-    "resid_post": "blocks.{L}.hook_resid_post",
-    "attn.q": "blocks.{L}.attn.hook_q",
-    "attn.k": "blocks.{L}.attn.hook_k",
-    "attn.v": "blocks.{L}.attn.hook_v",
-    "attn.pattern": "blocks.{L}.attn.hook_pattern",
-    "attn.z": "blocks.{L}.attn.hook_z",
-    "attn_out": "blocks.{L}.hook_attn_out",
-    "mlp_out": "blocks.{L}.hook_mlp_out",
-    "final_norm.scale": "ln_final.hook_scale",
-    "logits": "hook_unembed",
-}
-assert set(_HOOK_NAMES) == set(SITE_KINDS), "every site kind needs a TransformerBridge hook"
+assert set(TL_HOOKS) == set(SITE_KINDS), "every site kind needs a TransformerBridge hook"
 
 
 def hook_name(site: Site) -> str:
     """The TransformerBridge hook point that holds ``site``."""
-    return _HOOK_NAMES[site.kind].format(L=site.layer)
+    return TL_HOOKS[site.kind].format(L=site.layer)
 
 
 def build_bridge(hf_model: nn.Module, tokenizer: Any | None, source: str | None) -> Any:

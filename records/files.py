@@ -21,13 +21,15 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from .atomic import atomic_write, atomic_write_text, os_errors
 from .errors import FileFault, InputFileError
+
+if TYPE_CHECKING:  # pandas loads on first use: the command line parses without it
+    import pandas as pd
 
 #: what to do about a damaged file bayesgeom wrote itself
 DAMAGED_FIX = "it is damaged; delete it (or the run) and rerun"
@@ -108,6 +110,8 @@ def read_table(path: str | Path, columns: tuple[str, ...] = (),
                fix: str = DAMAGED_FIX) -> pd.DataFrame:
     """A table bayesgeom wrote (parquet, or CSV for any other suffix) holding ``columns``;
     missing, truncated, corrupt or lacking a column: a one-line ``FileFault``."""
+    import pandas as pd
+
     path = Path(path)
     with os_errors(path, writing=False):
         if not path.is_file():

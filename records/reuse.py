@@ -26,12 +26,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .atomic import atomic_write_bytes
 from .checksums import file_sha256
@@ -49,7 +49,8 @@ def fingerprint(*parts: Any, length: int = 16) -> str:
 
 def _write(stem: Path, obj: Any) -> Path:
     """Write ``obj`` to ``stem`` plus the extension its type takes."""
-    if isinstance(obj, pd.DataFrame):
+    pd = sys.modules.get("pandas")  # a DataFrame means pandas is loaded; else never load it
+    if pd is not None and isinstance(obj, pd.DataFrame):
         return write_table(stem.parent / f"{stem.name}.parquet", obj)
     if isinstance(obj, np.ndarray):
         buf = io.BytesIO()
@@ -60,6 +61,8 @@ def _write(stem: Path, obj: Any) -> Path:
 
 def _read(path: Path) -> Any:
     if path.suffix == ".parquet":
+        import pandas as pd
+
         return pd.read_parquet(path)
     if path.suffix == ".npy":
         return np.load(path, allow_pickle=False)

@@ -79,7 +79,7 @@ def read_prompts(path: Path) -> list[str]:
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
     c = sub.add_parser("capture", parents=[parent],
                        help="capture model activations at named sites to a store")
-    add_options(c, CaptureOptions)
+    add_options(c, CaptureOptions)  # a light config: added now
     c.set_defaults(run=capture)
     m = sub.add_parser("models", parents=[parent],
                        help="list model families, the default model and its cache")

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ...records import check_options, declared, json_safe, option, seed_option
-from ...windtunnel import TASKS, TokenTask
-from ..kit.options import CLIError, add_option, add_options, config_from_args, out_path
+from ..kit.options import add_option, add_options, config_from_args, out_path
+from ..kit.parser import CLIError, Parser
 
 PREFIX = "task_"
 
@@ -42,6 +42,8 @@ class EvalOptions:
 
 def add_task_options(p: argparse.ArgumentParser, token_only: bool) -> None:
     """Each task parameter once (the first declaration of a name wins)."""
+    from ...windtunnel import TASKS, TokenTask
+
     seen: set[str] = set()
     for reg in TASKS.values():
         if token_only and not issubclass(reg.cls, TokenTask):
@@ -55,6 +57,8 @@ def add_task_options(p: argparse.ArgumentParser, token_only: bool) -> None:
 
 def task_params(ns: argparse.Namespace, task: str) -> dict[str, Any]:
     """The given task options, refusing those the task does not have."""
+    from ...windtunnel import TASKS
+
     if task not in TASKS:
         raise CLIError(f"unknown task {task!r}; available: {', '.join(sorted(TASKS))}")
     mine = {f.name for f, _ in declared(TASKS[task].config_cls)}
@@ -66,27 +70,43 @@ def task_params(ns: argparse.Namespace, task: str) -> dict[str, Any]:
 
 
 def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -> None:
-    from ...windtunnel.training import TrainConfig
-
+    """``windtunnel sample | train | eval``; each one's options are added when it is chosen
+    (the task registry and :class:`TrainConfig` import torch)."""
     wt = sub.add_parser("windtunnel", help="tasks with exact posteriors and small models")
     wsub = wt.add_subparsers(dest="wcmd", required=True)
     s = wsub.add_parser("sample", parents=[parent],
                         help="print prompts with their exact posteriors")
-    add_options(s, SampleOptions)
-    add_task_options(s, token_only=False)
     s.set_defaults(run=sample)
     t = wsub.add_parser("train", parents=[parent],
                         help="train a model on a task (resumes an unfinished --out)")
+    t.set_defaults(run=train)
+    e = wsub.add_parser("eval", parents=[parent],
+                        help="evaluate a run against the exact posterior")
+    e.set_defaults(run=evaluate)
+    for parser, fill in ((s, sample_arguments), (t, train_arguments), (e, eval_arguments)):
+        if isinstance(parser, Parser):
+            parser.defer(fill)
+        else:
+            fill(parser)
+
+
+def sample_arguments(s: argparse.ArgumentParser) -> None:
+    add_options(s, SampleOptions)
+    add_task_options(s, token_only=False)
+
+
+def train_arguments(t: argparse.ArgumentParser) -> None:
+    from ...windtunnel.training import TrainConfig
+
     add_options(t, TrainConfig)
     t.add_argument("--out", required=True, type=out_path,
                    help="run directory (created; resumed if unfinished with the same settings, "
                         "restarted in place if unfinished with others)")
     add_task_options(t, token_only=True)
-    t.set_defaults(run=train)
-    e = wsub.add_parser("eval", parents=[parent],
-                        help="evaluate a run against the exact posterior")
+
+
+def eval_arguments(e: argparse.ArgumentParser) -> None:
     add_options(e, EvalOptions)
-    e.set_defaults(run=evaluate)
 
 
 def sample(ns: argparse.Namespace) -> int:
@@ -131,6 +151,7 @@ def train(ns: argparse.Namespace) -> int:
 
 
 def evaluate(ns: argparse.Namespace) -> int:
+    from ...windtunnel import TASKS
     from ...windtunnel.architectures import n_params
     from ...windtunnel.evaluate import evaluate as run_eval
     from ...windtunnel.runs import load_run

@@ -1,13 +1,18 @@
 """``bayesgeom compare``: the same geometry metrics on several models, side by side."""
 
-from ..geometry import GeometryConfig
-from ..kit.experiment import Experiment
-from .report import format_summary
-from .result import CompareResult
-from .run import CompareConfig, run_compare
+from ..kit.experiment import Experiment, Later, lazy_exports
+
+#: the geometry config that compare nests
+GEOMETRY_RUN = f"{__name__.rpartition('.')[0]}.geometry.run"
 
 EXPERIMENTS = (Experiment(
-    "compare", "side-by-side geometry of several models (small vs large)", CompareConfig,
-    run_compare, format_summary, nested={"geometry": (GeometryConfig, ("model", "out"))}),)
+    "compare", "side-by-side geometry of several models (small vs large)",
+    config=Later(f"{__name__}.run", "CompareConfig"),
+    run=Later(f"{__name__}.run", "run_compare"),
+    summary=Later(f"{__name__}.report", "format_summary"),
+    nested={"geometry": (Later(GEOMETRY_RUN, "GeometryConfig"), ("model", "out"))}),)
 
-__all__ = ["EXPERIMENTS", "CompareConfig", "CompareResult", "run_compare"]
+#: the package's names, each imported on first use (listing the commands imports no torch)
+EXPORTS = {"CompareConfig": "run", "CompareResult": "result", "run_compare": "run"}
+__all__ = ["EXPERIMENTS", *EXPORTS]
+__getattr__ = lazy_exports(__name__, EXPORTS)

@@ -1,12 +1,14 @@
 """``bayesgeom demo``: the main job -- train, compare, SULA, steer -- and one offline report."""
 
-from ..kit.experiment import Experiment
-from .report import format_summary
-from .result import DemoResult
-from .run import DemoConfig, run_demo
+from ..kit.experiment import Experiment, Later, lazy_exports
 
 EXPERIMENTS = (Experiment(
-    "demo", "the main job: train, evaluate, compare, steer and report", DemoConfig, run_demo,
-    format_summary),)
+    "demo", "the main job: train, evaluate, compare, steer and report",
+    config=Later(f"{__name__}.run", "DemoConfig"),
+    run=Later(f"{__name__}.run", "run_demo"),
+    summary=Later(f"{__name__}.report", "format_summary")),)
 
-__all__ = ["EXPERIMENTS", "DemoConfig", "DemoResult", "run_demo"]
+#: the package's names, each imported on first use (listing the commands imports no torch)
+EXPORTS = {"DemoConfig": "run", "DemoResult": "result", "run_demo": "run"}
+__all__ = ["EXPERIMENTS", *EXPORTS]
+__getattr__ = lazy_exports(__name__, EXPORTS)

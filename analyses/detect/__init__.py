@@ -1,14 +1,17 @@
 """``bayesgeom detect``: the key frame of every head (orthogonality 1 − mean |cos|, beside it
 isotropy and dimension utilisation) with the random-init twin and random vectors."""
 
-from ..kit.experiment import Experiment
-from .report import format_summary
-from .result import DetectResult, HeadFrame
-from .run import DetectConfig, run_detect
+from ..kit.experiment import Experiment, Later, lazy_exports
 
 EXPERIMENTS = (Experiment(
     "detect", "key-frame orthogonality (1 − mean |cos|, Paper I) of every head, beside "
     "isotropy and utilisation, with the random-init twin and random vectors",
-    DetectConfig, run_detect, format_summary),)
+    config=Later(f"{__name__}.run", "DetectConfig"),
+    run=Later(f"{__name__}.run", "run_detect"),
+    summary=Later(f"{__name__}.report", "format_summary")),)
 
-__all__ = ["EXPERIMENTS", "DetectConfig", "DetectResult", "HeadFrame", "run_detect"]
+#: the package's names, each imported on first use (listing the commands imports no torch)
+EXPORTS = {"DetectConfig": "run", "DetectResult": "result",
+           "HeadFrame": "result", "run_detect": "run"}
+__all__ = ["EXPERIMENTS", *EXPORTS]
+__getattr__ = lazy_exports(__name__, EXPORTS)

@@ -1,14 +1,17 @@
 """``bayesgeom extrapolate``: positional schemes trained at L on the long-context tunnel,
 evaluated at L × m."""
 
-from ..kit.experiment import Experiment
-from .report import format_summary
-from .result import ExtrapolationResult
-from .run import ExtrapolationConfig, run_extrapolation
+from ..kit.experiment import Experiment, Later, lazy_exports
 
 EXPERIMENTS = (Experiment(
     "extrapolate", "train each positional scheme at length L on long_recall and evaluate at "
-    "L x m (accuracy, calibration, extrapolation ratio)", ExtrapolationConfig,
-    run_extrapolation, format_summary),)
+    "L x m (accuracy, calibration, extrapolation ratio)",
+    config=Later(f"{__name__}.run", "ExtrapolationConfig"),
+    run=Later(f"{__name__}.run", "run_extrapolation"),
+    summary=Later(f"{__name__}.report", "format_summary")),)
 
-__all__ = ["EXPERIMENTS", "ExtrapolationConfig", "ExtrapolationResult", "run_extrapolation"]
+#: the package's names, each imported on first use (listing the commands imports no torch)
+EXPORTS = {"ExtrapolationConfig": "run", "ExtrapolationResult": "result",
+           "run_extrapolation": "run"}
+__all__ = ["EXPERIMENTS", *EXPORTS]
+__getattr__ = lazy_exports(__name__, EXPORTS)

@@ -1,12 +1,14 @@
 """``bayesgeom geometry``: Paper III value/key/attention geometry of one model."""
 
-from ..kit.experiment import Experiment
-from .report import format_summary
-from .result import GeometryResult
-from .run import GeometryConfig, run_geometry
+from ..kit.experiment import Experiment, Later, lazy_exports
 
 EXPERIMENTS = (Experiment(
-    "geometry", "Paper III value/key/attention geometry on real text", GeometryConfig,
-    run_geometry, format_summary),)
+    "geometry", "Paper III value/key/attention geometry on real text",
+    config=Later(f"{__name__}.run", "GeometryConfig"),
+    run=Later(f"{__name__}.run", "run_geometry"),
+    summary=Later(f"{__name__}.report", "format_summary")),)
 
-__all__ = ["EXPERIMENTS", "GeometryConfig", "GeometryResult", "run_geometry"]
+#: the package's names, each imported on first use (listing the commands imports no torch)
+EXPORTS = {"GeometryConfig": "run", "GeometryResult": "result", "run_geometry": "run"}
+__all__ = ["EXPERIMENTS", *EXPORTS]
+__getattr__ = lazy_exports(__name__, EXPORTS)

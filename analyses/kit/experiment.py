@@ -6,17 +6,22 @@ Each experiment folder of :mod:`analyses` exports ``EXPERIMENTS``, a tuple of
 every entry (options derived from the config, :mod:`analyses.kit.options`), so a new
 experiment needs no edit to ``cli.py``. A command parses its options into the config, runs
 ``run(config)`` and prints ``summary(result)`` and the report's path, or the result as one JSON
-object with ``--json``.
+object with ``--json``. The config, run and summary of an entry may be :class:`Later`
+references, imported when the command is chosen: listing the commands (``bayesgeom --help``)
+imports no experiment's torch-importing modules.
 
 Example:
     >>> import argparse
     >>> from dataclasses import dataclass
     >>> from bayesgeom.analyses.kit import RunOptions
-    >>> from bayesgeom.analyses.kit.options import Parser, parent_parser
+    >>> from bayesgeom.analyses.kit.options import parent_parser
+    >>> from bayesgeom.analyses.kit.parser import Parser
     >>> @dataclass
     ... class ToyConfig(RunOptions, experiment="toy"):
     ...     pass
     >>> toy = Experiment("toy", "a toy", ToyConfig, lambda cfg: 42, lambda r: f"answer {r}")
+    >>> Later("json", "dumps")([1])  # a function imported on its first call
+    '[1]'
     >>> p = Parser(prog="bayesgeom")
     >>> sub = p.add_subparsers(dest="cmd", parser_class=Parser)
     >>> toy.register(sub, parent_parser())
@@ -30,20 +35,60 @@ Example:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...records import to_json
 from .errors import ExperimentError
 from .options import add_options, config_from_args, given_values
+from .parser import Parser
 
 
-@dataclass(frozen=True)
+class Later:
+    """``module.name``, imported on first use: called, it calls that function; :func:`resolve`
+    gives the object itself (a config class). An experiment's run, summary and config modules
+    import torch, so the command line names them and imports only the chosen command's."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def get(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.get()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Later({self.module!r}, {self.name!r})"
+
+
+def resolve(obj: Any) -> Any:
+    """``obj``, or what it refers to when it is a :class:`Later`."""
+    return obj.get() if isinstance(obj, Later) else obj
+
+
+def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package`` (its ``__name__``) importing each of ``names``
+    (name -> its submodule) on first use, so that importing the package stays cheap."""
+    module = sys.modules[package]  # the package being initialised
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = Later(f"{package}.{names[name]}", name).get()
+        setattr(module, name, value)
+        return value
+
+    return __getattr__
+
+
 class Experiment:
     """One experiment command: ``name`` (command name), ``help`` (one line), ``config`` (its
-    config dataclass), ``run`` (config -> typed result), ``summary`` (result -> terminal text).
+    config dataclass), ``run`` (config -> typed result), ``summary`` (result -> terminal text);
+    each of config, run, summary, ``arguments`` and ``prepare`` may be a :class:`Later`.
 
     ``group``: registered as ``bayesgeom <group> <name>``; ``nested``: field -> (config class,
     fields the command sets itself) for a config that holds another (``compare`` holds a
@@ -51,27 +96,48 @@ class Experiment:
     parsed options (``--config FILE`` for ``sweep``) returning given values, with ``arguments``
     adding its flags; ``failed``: result -> True when the command should exit 1."""
 
-    name: str
-    help: str
-    config: type
-    run: Callable[[Any], Any]
-    summary: Callable[[Any], str]
-    group: str | None = None
-    nested: dict[str, tuple[type, tuple[str, ...]]] = field(default_factory=dict)
-    arguments: Callable[[argparse.ArgumentParser], None] | None = None
-    prepare: Callable[[argparse.Namespace], dict[str, Any]] | None = None
-    failed: Callable[[Any], bool] | None = None
+    def __init__(self, name: str, help: str, config: type | Later, run: Callable[[Any], Any],
+                 summary: Callable[[Any], str], group: str | None = None,
+                 nested: Mapping[str, tuple[type | Later, tuple[str, ...]]] | None = None,
+                 arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+                 prepare: Callable[[argparse.Namespace], dict[str, Any]] | None = None,
+                 failed: Callable[[Any], bool] | None = None) -> None:
+        self.name, self.help, self.group = name, help, group
+        self._config, self._nested = config, dict(nested or {})
+        self.run, self.summary, self.failed = run, summary, failed
+        self.arguments, self.prepare = arguments, prepare
+
+    def __repr__(self) -> str:
+        return f"Experiment({self.name!r}, group={self.group!r})"
+
+    @property
+    def config(self) -> type:
+        """The config dataclass (imported on first use)."""
+        return resolve(self._config)
+
+    @property
+    def nested(self) -> dict[str, tuple[type, tuple[str, ...]]]:
+        """Field -> (nested config class, the fields the command sets itself)."""
+        return {k: (resolve(cls), skip) for k, (cls, skip) in self._nested.items()}
 
     def register(self, sub: argparse._SubParsersAction,
                  parent: argparse.ArgumentParser) -> None:
-        """Add ``bayesgeom <name>`` to ``sub`` (the flags of ``parent`` included)."""
+        """Add ``bayesgeom <name>`` to ``sub`` (the flags of ``parent`` included); its options
+        are added when it is chosen (:meth:`analyses.kit.parser.Parser.defer`)."""
         p = sub.add_parser(self.name, parents=[parent], help=self.help)
+        p.set_defaults(run=self.command)
+        if isinstance(p, Parser):
+            p.defer(self.add_arguments)
+        else:
+            self.add_arguments(p)
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        """The command's options: its config's, its nested configs' and ``arguments``'."""
         add_options(p, self.config)
         for cls, skip in self.nested.values():
             add_options(p, cls, skip=skip)
         if self.arguments is not None:
             self.arguments(p)
-        p.set_defaults(run=self.command)
 
     def make_config(self, ns: argparse.Namespace) -> Any:
         """The config from parsed options (nested configs and ``prepare``'s values included;

@@ -31,18 +31,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ...records import Option, UsageError, check_options, declared, option
-
-
-class CLIError(UsageError):
-    """A user-facing command-line error: printed as one line, exit status 2."""
-
-
-class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors become one-line :class:`CLIError` s."""
-
-    def error(self, message: str) -> typing.NoReturn:
-        raise CLIError(message if " " not in self.prog else f"{self.prog}: {message}")
+from ...records import Option, check_options, declared, option
+from .parser import CLIError, Parser  # noqa: F401 (their long-standing home, re-exported)
 
 
 # ---------------------------------------------------------------- parsers of option strings
@@ -227,7 +217,7 @@ def add_option(parser: argparse.ArgumentParser, f: dataclasses.Field, opt: Optio
     if _strip_optional(tp) is bool:
         if default:
             parser.add_argument(opt.negate or f"--no-{flag[2:]}", action="store_false",
-                                help=f"do not: {opt.help}", **kw)
+                                help=negated_help(opt.help), **kw)
         else:
             parser.add_argument(flag, action="store_true", help=opt.help, **kw)
         return
@@ -240,6 +230,29 @@ def add_option(parser: argparse.ArgumentParser, f: dataclasses.Field, opt: Optio
     if opt.metavar:
         kw["metavar"] = opt.metavar
     parser.add_argument(flag, help=opt.help + shown, required=opt.required, **kw)
+
+
+def negated_help(help: str) -> str:
+    """The help of the ``--no-`` flag of a boolean on by default, whose own help names what it
+    turns on (``"the keep-only condition"`` -> ``"skip the keep-only condition"``).
+
+    Example:
+        >>> negated_help("the norm-frozen effect (final-norm scale frozen)")
+        'skip the norm-frozen effect (final-norm scale frozen)'
+        >>> negated_help("Show progress bars")
+        'do not show progress bars'
+    """
+    first, _, rest = help.partition(" ")
+    if first.lower() in _VERBS:
+        return f"do not {first.lower()} {rest}".rstrip()
+    return f"skip {help[:1].lower()}{help[1:]}"
+
+
+#: first words that make an option's help an instruction ("show progress bars"), negated with
+#: "do not"; any other help names a thing the option turns on, negated with "skip"
+_VERBS = frozenset({"show", "write", "print", "use", "run", "keep", "save", "check", "compute",
+                    "add", "include", "fit", "train", "apply", "measure", "test", "draw",
+                    "plot", "load", "read", "reuse", "resume", "verify", "stop"})
 
 
 def _show(v: Any) -> str:

@@ -28,11 +28,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from ...records import json_safe, run_manifest, write_json, write_result, write_table
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ...interp import InterpModel
 
 

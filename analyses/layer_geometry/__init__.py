@@ -1,14 +1,17 @@
 """``bayesgeom layer-geometry``: per-layer residual geometry of a wind-tunnel model (PCA,
 |corr(PC, H)|, linear R² of H, argmax-posterior silhouette) beside its controls."""
 
-from ..kit.experiment import Experiment
-from .report import format_summary
-from .result import LayerGeometryResult
-from .run import LayerGeometryConfig, run_layer_geometry
+from ..kit.experiment import Experiment, Later, lazy_exports
 
 EXPERIMENTS = (Experiment(
     "layer-geometry", "per-layer resid_post geometry of a wind-tunnel model (any "
-    "architecture) against the exact posterior, with controls", LayerGeometryConfig,
-    run_layer_geometry, format_summary),)
+    "architecture) against the exact posterior, with controls",
+    config=Later(f"{__name__}.run", "LayerGeometryConfig"),
+    run=Later(f"{__name__}.run", "run_layer_geometry"),
+    summary=Later(f"{__name__}.report", "format_summary")),)
 
-__all__ = ["EXPERIMENTS", "LayerGeometryConfig", "LayerGeometryResult", "run_layer_geometry"]
+#: the package's names, each imported on first use (listing the commands imports no torch)
+EXPORTS = {"LayerGeometryConfig": "run", "LayerGeometryResult": "result",
+           "run_layer_geometry": "run"}
+__all__ = ["EXPERIMENTS", *EXPORTS]
+__getattr__ = lazy_exports(__name__, EXPORTS)

@@ -2,14 +2,16 @@
 long_recall model (or passkey retrieval in a text model) against sequence length, a fitted
 accuracy decay curve and the critical length."""
 
-from ..kit.experiment import Experiment
-from .report import format_summary
-from .result import StabilityResult
-from .run import StabilityConfig, run_stability
+from ..kit.experiment import Experiment, Later, lazy_exports
 
 EXPERIMENTS = (Experiment(
     "stability", "metrics of a long_recall model against sequence length, the accuracy decay "
-    "curve and the critical length with its interval", StabilityConfig, run_stability,
-    format_summary),)
+    "curve and the critical length with its interval",
+    config=Later(f"{__name__}.run", "StabilityConfig"),
+    run=Later(f"{__name__}.run", "run_stability"),
+    summary=Later(f"{__name__}.report", "format_summary")),)
 
-__all__ = ["EXPERIMENTS", "StabilityConfig", "StabilityResult", "run_stability"]
+#: the package's names, each imported on first use (listing the commands imports no torch)
+EXPORTS = {"StabilityConfig": "run", "StabilityResult": "result", "run_stability": "run"}
+__all__ = ["EXPERIMENTS", *EXPORTS]
+__getattr__ = lazy_exports(__name__, EXPORTS)

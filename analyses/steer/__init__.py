@@ -1,12 +1,14 @@
 """``bayesgeom steer``: causal tests of the entropy axis against control directions."""
 
-from ..kit.experiment import Experiment
-from .report import format_summary
-from .result import SteerResult
-from .run import SteerConfig, run_steer
+from ..kit.experiment import Experiment, Later, lazy_exports
 
 EXPERIMENTS = (Experiment(
-    "steer", "cut / keep / shift the entropy axis vs random directions", SteerConfig,
-    run_steer, format_summary),)
+    "steer", "cut / keep / shift the entropy axis vs random directions",
+    config=Later(f"{__name__}.run", "SteerConfig"),
+    run=Later(f"{__name__}.run", "run_steer"),
+    summary=Later(f"{__name__}.report", "format_summary")),)
 
-__all__ = ["EXPERIMENTS", "SteerConfig", "SteerResult", "run_steer"]
+#: the package's names, each imported on first use (listing the commands imports no torch)
+EXPORTS = {"SteerConfig": "run", "SteerResult": "result", "run_steer": "run"}
+__all__ = ["EXPERIMENTS", *EXPORTS]
+__getattr__ = lazy_exports(__name__, EXPORTS)

@@ -1,12 +1,14 @@
 """``bayesgeom sula``: in-context Bayesian calibration of a text model, with three controls."""
 
-from ..kit.experiment import Experiment
-from .report import format_summary
-from .result import SulaResult
-from .run import SulaConfig, run_sula
+from ..kit.experiment import Experiment, Later, lazy_exports
 
 EXPERIMENTS = (Experiment(
-    "sula", "in-context Bayesian calibration (SULA) with its controls", SulaConfig, run_sula,
-    format_summary),)
+    "sula", "in-context Bayesian calibration (SULA) with its controls",
+    config=Later(f"{__name__}.run", "SulaConfig"),
+    run=Later(f"{__name__}.run", "run_sula"),
+    summary=Later(f"{__name__}.report", "format_summary")),)
 
-__all__ = ["EXPERIMENTS", "SulaConfig", "SulaResult", "run_sula"]
+#: the package's names, each imported on first use (listing the commands imports no torch)
+EXPORTS = {"SulaConfig": "run", "SulaResult": "result", "run_sula": "run"}
+__all__ = ["EXPERIMENTS", *EXPORTS]
+__getattr__ = lazy_exports(__name__, EXPORTS)

@@ -2,15 +2,19 @@
 failed; the others still run and are aggregated). ``--config FILE`` (TOML or JSON) gives any
 option by its field name; flags given on the command line override it."""
 
-from ..kit.experiment import Experiment
-from .config_file import add_config_file, config_file_values
-from .report import format_summary
-from .result import SweepCell, SweepResult
-from .run import SweepConfig, run_sweep
+from ..kit.experiment import Experiment, Later, lazy_exports
 
 EXPERIMENTS = (Experiment(
     "sweep", "train a grid of wind-tunnel runs (tasks x archs x presets x seeds) and aggregate "
-    "them", SweepConfig, run_sweep, format_summary, arguments=add_config_file,
-    prepare=config_file_values, failed=lambda r: bool(r.failed)),)
+    "them",
+    config=Later(f"{__name__}.run", "SweepConfig"),
+    run=Later(f"{__name__}.run", "run_sweep"),
+    summary=Later(f"{__name__}.report", "format_summary"),
+    arguments=Later(f"{__name__}.config_file", "add_config_file"),
+    prepare=Later(f"{__name__}.config_file", "config_file_values"),
+    failed=lambda r: bool(r.failed)),)
 
-__all__ = ["EXPERIMENTS", "SweepCell", "SweepConfig", "SweepResult", "run_sweep"]
+#: the package's names, each imported on first use (listing the commands imports no torch)
+EXPORTS = {"SweepCell": "result", "SweepConfig": "run", "SweepResult": "result", "run_sweep": "run"}
+__all__ = ["EXPERIMENTS", *EXPORTS]
+__getattr__ = lazy_exports(__name__, EXPORTS)

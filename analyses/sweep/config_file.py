@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...records import declared, read_text
-from ..kit.options import CLIError
+from ..kit.parser import CLIError
 from .run import SweepConfig
 
 

@@ -1,14 +1,16 @@
 """``bayesgeom verify``: a model's attention (the headline) and output calibration against a
 task's exact posterior."""
 
-from ..kit.experiment import Experiment
-from .report import format_summary
-from .result import ConsistencyResult
-from .run import ConsistencyConfig, run_consistency
+from ..kit.experiment import Experiment, Later, lazy_exports
 
 EXPERIMENTS = (Experiment(
     "verify", "Bayesian consistency: attention vs the exact posterior per head (headline), "
     "output calibration beside it, with controls",
-    ConsistencyConfig, run_consistency, format_summary),)
+    config=Later(f"{__name__}.run", "ConsistencyConfig"),
+    run=Later(f"{__name__}.run", "run_consistency"),
+    summary=Later(f"{__name__}.report", "format_summary")),)
 
-__all__ = ["EXPERIMENTS", "ConsistencyConfig", "ConsistencyResult", "run_consistency"]
+#: the package's names, each imported on first use (listing the commands imports no torch)
+EXPORTS = {"ConsistencyConfig": "run", "ConsistencyResult": "result", "run_consistency": "run"}
+__all__ = ["EXPERIMENTS", *EXPORTS]
+__getattr__ = lazy_exports(__name__, EXPORTS)

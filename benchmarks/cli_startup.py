@@ -1,0 +1,72 @@
+"""Command-line start-up: ``bayesgeom --help``, ``--version`` and usage errors against ``python -c
+pass``, in one run.
+
+Each command is a fresh process (``python -m bayesgeom ...``, the console script's code path);
+times are medians over interleaved repetitions (order rotated every repetition), printed beside
+the ratio to a bare interpreter's start-up and the target of 2 s (issue 25: the front door
+answers before any heavy import). The load average is printed with them: on a shared machine
+the absolute times move with it, the ratios less.
+
+    python benchmarks/cli_startup.py            # 5 repetitions
+    python benchmarks/cli_startup.py --reps 9
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PY = sys.executable
+TARGET_S = 2.0
+
+#: label -> (argv after the interpreter, expected exit status)
+CASES: dict[str, tuple[list[str], int]] = {
+    "python -c pass": (["-c", "pass"], 0),
+    "bayesgeom --help": (["-m", "bayesgeom", "--help"], 0),
+    "bayesgeom --version": (["-m", "bayesgeom", "--version"], 0),
+    "bayesgeom nosuchcmd": (["-m", "bayesgeom", "nosuchcmd"], 2),
+    "bayesgeom geometry --bogus": (["-m", "bayesgeom", "geometry", "--bogus", "--out", "x"], 2),
+    "bayesgeom steer --n-random 0": (["-m", "bayesgeom", "steer", "--n-random", "0",
+                                      "--out", "x"], 2),
+}
+
+
+def time_once(argv: list[str], status: int) -> float:
+    """Wall seconds of one fresh process; its exit status must be ``status``."""
+    t0 = time.perf_counter()
+    done = subprocess.run([PY, *argv], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent)
+    wall = time.perf_counter() - t0
+    if done.returncode != status:
+        raise SystemExit(f"{argv}: exit {done.returncode}, expected {status}: "
+                         f"{done.stderr.strip()[-300:]}")
+    return wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=5, help="repetitions per command")
+    a = ap.parse_args()
+    times: dict[str, list[float]] = {k: [] for k in CASES}
+    labels = list(CASES)
+    for rep in range(a.reps):
+        order = labels[rep % len(labels):] + labels[:rep % len(labels)]
+        for label in order:
+            times[label].append(time_once(*CASES[label]))
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    base = statistics.median(times["python -c pass"])
+    print(f"median of {a.reps} runs each; load average {load}; python {sys.version.split()[0]}")
+    print(f"{'command':<32} {'median s':>9} {'x python':>9} {'< 2 s':>6}")
+    for label in labels:
+        med = statistics.median(times[label])
+        ok = "yes" if med < TARGET_S else "NO"
+        print(f"{label:<32} {med:>9.3f} {med / base:>9.1f} {ok:>6}")
+
+
+if __name__ == "__main__":
+    main()
