@@ -14,59 +14,64 @@ one-line, actionable messages. ``load`` reads safetensors only unless ``allow_pi
 :func:`check_device` checks a device string against this machine.
 """
 
-from .ablations import (
-    Ablation,
-    AblationHandle,
-    BypassLayer,
-    ZeroHead,
-    ZeroSublayer,
-    ablate,
-    cumulative_bypass,
-)
-from .activation_store import ActivationStore
-from .capture import capture
-from .devices import available_devices, check_device
-from .directions import (
-    VarianceMatchWarning,
-    projection_std,
-    random_controls,
-    variance_matched_controls,
-    variance_ratios,
-)
-from .embedded_model import EMBEDDED_NAME
-from .errors import (
-    DirectionShapeError,
-    InterpError,
-    ModelNotAvailableError,
-    ModelNotLoadedError,
-    NilInterventionError,
-    NilInterventionWarning,
-    NonFiniteActivationError,
-    PickleWeightsError,
-    PositionError,
-    PromptError,
-    SiteNotLocatedError,
-    StoreError,
-    StoreMismatchError,
-    UnknownSiteError,
-    UnsupportedArchitectureError,
-)
-from .families import FAMILIES, AttentionGeometry
-from .init_twin import random_init_twin
-from .interventions import (
-    AddVector,
-    DirectionEdit,
-    Intervention,
-    InterventionHandle,
-    KeepOnly,
-    ProjectOut,
-    ShiftAlong,
-    intervene,
-)
-from .loading import load
-from .model import InterpModel
-from .sites import SITE_KINDS, Site, resolve_layer, resolve_layers, site_name
-from .weights import projection_weights
+from typing import TYPE_CHECKING
+
+from ..records.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .ablations import (
+        Ablation,
+        AblationHandle,
+        BypassLayer,
+        ZeroHead,
+        ZeroSublayer,
+        ablate,
+        cumulative_bypass,
+    )
+    from .activation_store import ActivationStore
+    from .capture import capture
+    from .devices import available_devices, check_device
+    from .directions import (
+        VarianceMatchWarning,
+        projection_std,
+        random_controls,
+        variance_matched_controls,
+        variance_ratios,
+    )
+    from .embedded_model import EMBEDDED_NAME
+    from .errors import (
+        DirectionShapeError,
+        InterpError,
+        ModelNotAvailableError,
+        ModelNotLoadedError,
+        NilInterventionError,
+        NilInterventionWarning,
+        NonFiniteActivationError,
+        PickleWeightsError,
+        PositionError,
+        PromptError,
+        SiteNotLocatedError,
+        StoreError,
+        StoreMismatchError,
+        UnknownSiteError,
+        UnsupportedArchitectureError,
+    )
+    from .families import FAMILIES, AttentionGeometry
+    from .init_twin import random_init_twin
+    from .interventions import (
+        AddVector,
+        DirectionEdit,
+        Intervention,
+        InterventionHandle,
+        KeepOnly,
+        ProjectOut,
+        ShiftAlong,
+        intervene,
+    )
+    from .loading import load
+    from .model import InterpModel
+    from .sites import SITE_KINDS, Site, resolve_layer, resolve_layers, site_name
+    from .weights import projection_weights
 
 __all__ = [
     "EMBEDDED_NAME",
@@ -121,3 +126,7 @@ __all__ = [
     "variance_matched_controls",
     "variance_ratios",
 ]
+
+#: every public name is imported on first use (records.lazy): importing a light submodule
+#: (a config, a list of names) imports no torch
+__getattr__ = lazy_exports(__name__)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import importlib.util
 import os
 import re
@@ -194,7 +195,8 @@ def _with_fix(line: str) -> str:
 
 def ensure_cached(progress: bool = True) -> Path:
     """The verified converted model directory, converting the GGUF first if it is missing or
-    damaged (one line on stderr says so when ``progress``)."""
+    damaged (one line on stderr, starting ``bayesgeom: note:``, says so when ``progress``:
+    set-up a reader tells from a ``bayesgeom: error:`` line)."""
     final = cached_dir()
     state, reason = cache_state()
     if state == CACHED:
@@ -216,15 +218,39 @@ def ensure_cached(progress: bool = True) -> Path:
             return final
         if progress and state == DAMAGED:
             why = (reason or "").removesuffix(f"; {REBUILT}")
-            print(f"bayesgeom: the embedded model's cache cannot be reused ({why}); converting "
-                  "it again (20-60 s)", file=sys.stderr, flush=True)
+            print(f"bayesgeom: note: the embedded model's cache cannot be reused ({why}); "
+                  "converting it again (20-60 s)", file=sys.stderr, flush=True)
         elif progress:
-            print(f"bayesgeom: converting the embedded {EMBEDDED_NAME} GGUF to safetensors "
+            print(f"bayesgeom: note: converting the embedded {EMBEDDED_NAME} GGUF to safetensors "
                   f"under {final} (one time, 20-60 s)", file=sys.stderr, flush=True)
-        _convert(src, final)
+        with _quiet_conversion():
+            _convert(src, final)
     finally:
         lock.release()
     return final
+
+
+@contextlib.contextmanager
+def _quiet_conversion() -> Iterator[None]:
+    """No progress bars while converting: transformers draws them over the GGUF tensors, the
+    weights and the shards (on a log, ~20 lines that read like output); the one
+    ``bayesgeom: note:`` line of :func:`ensure_cached` says what happens instead, so a caller
+    (or a test) tells set-up from an error by its prefix."""
+    from transformers import modeling_gguf_pytorch_utils as gguf
+    from transformers.utils import logging as hf_logging
+
+    bars_on = hf_logging.is_progress_bar_enabled()
+    gguf_bar = getattr(gguf, "tqdm", None)
+    hf_logging.disable_progress_bar()
+    if gguf_bar is not None:
+        gguf.tqdm = functools.partial(gguf_bar, disable=True)
+    try:
+        yield
+    finally:
+        if gguf_bar is not None:
+            gguf.tqdm = gguf_bar
+        if bars_on:
+            hf_logging.enable_progress_bar()
 
 
 def _convert(src: Path, final: Path) -> None:

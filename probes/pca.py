@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.decomposition import PCA
 
 from .arrays import as_matrix
 from .dimensionality import dimension_at_variance, participation_ratio
@@ -139,6 +138,8 @@ def fit_pca(x: object, standardize: bool = False, n_components: int | None = Non
     if standardize:
         scale = standardization_scale(xc.std(axis=0, ddof=1))
         xc /= scale
+    from sklearn.decomposition import PCA  # scikit-learn loads when a PCA is fitted
+
     pca = PCA(svd_solver="full").fit(xc)
     evals = pca.explained_variance_
     k = _keep(n_components, evals.size)

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.linear_model import Ridge
 
 from .arrays import as_matrix, as_vector
 from .pca import standardization_scale
@@ -67,6 +66,8 @@ def ridge_path(
     mx = a.mean(axis=0)
     scale = standardization_scale(a.std(axis=0)) if standardize else np.ones(a.shape[1])
     z = (a - mx) / scale
+    from sklearn.linear_model import Ridge  # scikit-learn loads when a probe is fitted
+
     fit = Ridge(alpha=n * grid, solver="svd").fit(z, np.repeat(t[:, None], grid.size, axis=1))
     coefs = np.atleast_2d(fit.coef_) / scale  # [n_alphas, d] in raw units
     intercepts = np.atleast_1d(fit.intercept_)

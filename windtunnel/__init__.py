@@ -7,28 +7,31 @@ long_recall) for training small models, and the text task SULA for pretrained LL
 :class:`CheckpointError` a damaged or altered file (exit status 1).
 """
 
-from .architectures import register_auto_classes
-from .assoc_recall import AssocRecallConfig, AssocRecallTask
-from .bijection import BijectionConfig, BijectionTask
-from .checkpoint import CheckpointError
-from .hmm import HMMConfig, HMMTask
-from .long_recall import LongRecallConfig, LongRecallTask
-from .posterior_prompts import PosteriorPrompts, PromptSetError
-from .runs import LoadedRun, NotARunError, RunDirError, is_windtunnel_dir, load_run
-from .sula import SulaError, SulaTask, SulaTaskConfig
-from .task import (
-    TASKS,
-    Task,
-    TaskBatch,
-    TaskConfigError,
-    TokenTask,
-    make_task,
-    make_token_task,
-    task_from_config,
-    token_task_from_config,
-)
+from typing import TYPE_CHECKING
 
-register_auto_classes()  # saved wind-tunnel models open with from_pretrained / interp.load
+from ..records.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .architectures import register_auto_classes
+    from .assoc_recall import AssocRecallConfig, AssocRecallTask
+    from .bijection import BijectionConfig, BijectionTask
+    from .checkpoint import CheckpointError
+    from .hmm import HMMConfig, HMMTask
+    from .long_recall import LongRecallConfig, LongRecallTask
+    from .posterior_prompts import PosteriorPrompts, PromptSetError
+    from .runs import LoadedRun, NotARunError, RunDirError, is_windtunnel_dir, load_run
+    from .sula import SulaError, SulaTask, SulaTaskConfig
+    from .task import (
+        TASKS,
+        Task,
+        TaskBatch,
+        TaskConfigError,
+        TokenTask,
+        make_task,
+        make_token_task,
+        task_from_config,
+        token_task_from_config,
+    )
 
 __all__ = [
     "TASKS",
@@ -61,3 +64,8 @@ __all__ = [
     "task_from_config",
     "token_task_from_config",
 ]
+
+#: every public name is imported on first use (records.lazy): importing a light submodule
+#: (a config, a list of names) imports no torch; the first use imports them all, so the task
+#: registry is complete and the wind tunnels' model classes are registered with transformers
+__getattr__ = lazy_exports(__name__, whole=True)

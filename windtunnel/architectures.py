@@ -33,10 +33,14 @@ AUTO_CLASSES = ((WindTunnelMLPConfig, WindTunnelMLP), (WindTunnelLSTMConfig, Win
 def register_auto_classes() -> None:
     """Register :data:`AUTO_CLASSES` with ``AutoConfig`` / ``AutoModelForCausalLM`` (globally,
     idempotent), so ``from_pretrained`` and ``interp.load(path)`` open their saved models.
-    Called by ``import bayesgeom.windtunnel`` and before every model or checkpoint load."""
+    Called when this module is imported (the first use of a :mod:`windtunnel` public name
+    imports it) and before every model or checkpoint load."""
     for config_cls, model_cls in AUTO_CLASSES:
         AutoConfig.register(config_cls.model_type, config_cls, exist_ok=True)
         AutoModelForCausalLM.register(config_cls, model_cls, exist_ok=True)
+
+
+register_auto_classes()  # saved wind-tunnel models open with from_pretrained / interp.load
 
 
 def n_params(model: torch.nn.Module) -> int:

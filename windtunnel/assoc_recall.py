@@ -44,18 +44,14 @@ Options that apply to one variant only (``M``, ``F``) are refused for the other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 
 from ..infotheory import entropy_bits_from_probs
-from ..records import option
 from .task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
-
-Variant = Literal["recall", "binding"]
-VARIANTS = ("recall", "binding")
+from .task_configs import VARIANTS, AssocRecallConfig, Variant  # noqa: F401 (re-exported)
 
 #: recall-variant special tokens (the authors' tokenizer)
 PAD, STORE, FILLER, QUERY, SEP = 0, 1, 2, 3, 4
@@ -66,29 +62,6 @@ DEFAULTS: dict[str, dict[str, int | None]] = {
     "recall": {"N": 64, "M": 3, "F": 32, "n_keys": 256, "n_values": 256},
     "binding": {"N": 19, "M": None, "F": None, "n_keys": 20, "n_values": 20},
 }
-
-
-@dataclass(frozen=True)
-class AssocRecallConfig:
-    """``variant``; ``N`` pairs shown; ``M`` queries and ``F`` fillers (recall only);
-    ``n_keys`` and ``n_values``, the key and value vocabularies. Unset options take the
-    variant's defaults (:data:`DEFAULTS`)."""
-
-    variant: Variant = option(
-        "recall", "assoc_recall: 'recall' (the spec's [STORE k SEP v]xN, fillers, [QUERY k PAD]"
-                  "xM episodes; every answer is bound, 0 bits) or 'binding' (keys with "
-                  "replacement in a k v k v ... k stream; 0 bits for a seen key, else "
-                  "log2 n_values)", choices=VARIANTS)
-    N: int | None = option(None, "assoc_recall: key-value pairs shown (default 64 for recall, "
-                                 "19 for binding)", min=1)
-    M: int | None = option(None, "assoc_recall, recall variant: queries, drawn from the stored "
-                                 "keys without replacement (default 3)", min=1)
-    F: int | None = option(None, "assoc_recall, recall variant: filler tokens after the pairs "
-                                 "(F // 2 between queries; default 32)", min=0)
-    n_keys: int | None = option(None, "assoc_recall: key vocabulary (default 256 for recall, "
-                                      "20 for binding)", min=1)
-    n_values: int | None = option(None, "assoc_recall: value vocabulary, the hypotheses "
-                                        "(default 256 for recall, 20 for binding)", min=2)
 
 
 def _resolve(cfg: AssocRecallConfig) -> AssocRecallConfig:

@@ -36,39 +36,18 @@ uniform (see ``long_recall`` for priors over answers).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 
 from ..infotheory import entropy_bits_from_probs
-from ..records import option
 from .sparse_posterior import SparsePosterior
 from .task import DENSE_MAX_H, TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
+from .task_configs import BijectionConfig, Layout  # noqa: F401 (re-exported)
 
-Layout = Literal["sepvocab", "paired"]
 #: the exact noisy posterior costs O(V³) per sequence: the largest V it is offered for
 NOISY_MAX_V = 128
-
-
-@dataclass(frozen=True)
-class BijectionConfig:
-    """``V`` hypotheses (values), ``L`` revealed keys (default V-1), ``layout``, key sampling."""
-
-    V: int = option(20, "bijection: number of hypotheses (values; a batch holds dense "
-                        "[V-1, V] posteriors per sequence, so V in the thousands needs GiBs)",
-                    min=2)
-    L: int | None = option(None, "bijection: number of revealed keys (default V - 1)", min=1)
-    layout: Layout = option("sepvocab", "bijection: token layout", choices=("sepvocab", "paired"))
-    replacement: bool = option(False, "bijection: draw keys with replacement (saw-tooth "
-                                      "entropy curve)")
-    query_from_context: bool = option(True, "bijection, paired layout: the final query is a "
-                                            "revealed key", negate="--query-anywhere")
-    noise: float = option(0.0, "observation noise: each observation (bijection: a shown value; "
-                               "long_recall: a record's key and value) is replaced by a uniformly "
-                               "random symbol with this probability, folded into the exact "
-                               "posterior", min=0.0, max=0.5)
 
 
 @register_task(BijectionConfig)

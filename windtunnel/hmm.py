@@ -17,38 +17,23 @@ from the last W observations, :func:`windowed_filter`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import torch
 
 from ..infotheory import entropy_bits_from_probs
-from ..records import option
 from .evaluate import EVAL_BATCH
 from .seeds import Purpose, stream
 from .task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
+from .task_configs import HMMConfig
 
 FLOOR_CENTS = 5
 N_PROB_TOKENS = 96  # 0.05 .. 1.00
 TRANS, EMIT, SEP, OBS = 96, 97, 98, 99
 OBS_BASE = 100
 STATE_BASE = 105
-
-
-@dataclass(frozen=True)
-class HMMConfig:
-    """``S`` states, ``O`` symbols, ``K`` observations per training sequence; ``max_K`` sizes
-    position tables for length-generalisation evaluation; ``target_window`` W > 0 makes the
-    target (and every metric read against it) the filter from the last W observations instead
-    of the exact filter."""
-
-    S: int = option(5, "hmm: hidden states (the tokenizer fixes S = O = 5)", min=2)
-    O: int = option(5, "hmm: observation symbols", min=2)  # noqa: E741
-    K: int = option(20, "hmm: observations per sequence", min=1)
-    max_K: int = option(50, "hmm: the longest K to size position tables for", min=1)
-    target_window: int = option(0, "hmm: target the filter from the last W observations "
-                                "(windowed_filter; 0: the exact filter, the paper's task)", min=0)
 
 
 def discretise_rows(p: np.ndarray) -> np.ndarray:

@@ -49,46 +49,19 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from ..records import option, same_option
-from .bijection import BijectionConfig
 from .priors import PRIORS, prior_weights, sample_from
 from .sparse_posterior import SparsePosterior
 from .task import DENSE_MAX_H, TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
+from .task_configs import LongRecallConfig
 
 FILLER, QUERY = 0, 1
 KEY_BASE = 2
-
-
-@dataclass(frozen=True)
-class LongRecallConfig:
-    """``length`` tokens, ``key_vocab`` keys, ``value_vocab`` values (the hypotheses), one
-    record per ``record_every`` tokens, observation ``noise``, a ``prior`` over the values
-    (``prior_scale``, ``prior_shape``), and ``max_length`` to size position tables."""
-
-    length: int = option(64, "long_recall: sequence length T in tokens (records among filler, "
-                             "then QUERY k); evaluate at other lengths with with_length", min=4)
-    key_vocab: int = option(64, "long_recall: number of keys K", min=2)
-    value_vocab: int = option(64, "long_recall: number of values V, the hypotheses (a sparse "
-                                  "posterior at any V; a dense one too up to 256)", min=2)
-    record_every: int = option(4, "long_recall: one key-value record per block of this many "
-                                  "tokens, at a random offset among fillers", min=2)
-    noise: float = same_option(BijectionConfig, "noise", default=0.05)
-    prior: str = option("uniform", "long_recall: prior over the values in value order: uniform, "
-                                   "gaussian exp(-z^2/2) or generalised_gaussian exp(-|z|^shape), "
-                                   "z = (v - (V-1)/2) / (prior_scale V)", choices=PRIORS)
-    prior_scale: float = option(0.25, "long_recall: width of a gaussian or generalised_gaussian "
-                                      "prior, as a fraction of V", above=0)
-    prior_shape: float = option(1.0, "long_recall: exponent of the generalised_gaussian prior "
-                                     "(2: gaussian of sd prior_scale V/sqrt 2; 1: Laplace)",
-                                above=0)
-    max_length: int | None = option(None, "long_recall: longest length to size position tables "
-                                          "for (default: length)", min=4)
 
 
 @register_task(LongRecallConfig)

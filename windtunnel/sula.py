@@ -36,16 +36,18 @@ import numpy as np
 import pandas as pd
 
 from ..infotheory import entropy_bits_from_probs
-from ..records import option
 from .posterior_prompts import PosteriorPrompts
-from .task import Task, TaskConfigError, config_dict, register_task
+from .sula_config import (
+    ALPHA,
+    CONDITIONS,
+    KS,
+    LABEL_CANDIDATES,  # noqa: F401 (re-exported: its long-standing home)
+    SulaError,
+    SulaTaskConfig,
+)
+from .task import Task, config_dict, register_task
 
-KS = (0, 1, 2, 4, 8)
-ALPHA = 0.9
-CONDITIONS = ("main", "remap", "shuffled", "ablated")
 MASK = "[MASK]"
-#: label candidates (nonsense words); :func:`cvc_words` extends them when none fits a tokenizer
-LABEL_CANDIDATES = ("dax", "lug", "mip", "zorb", "wug", "kep", "tuv", "gax")
 
 POSITIVE_WORDS = (
     "happy", "joyful", "wonderful", "excellent", "great", "good", "lovely", "bright", "kind",
@@ -60,10 +62,6 @@ NEGATIVE_WORDS = (
     "hostile", "selfish", "miserable", "painful", "anxious",
 )
 CARRIER_WORDS = POSITIVE_WORDS + NEGATIVE_WORDS
-
-
-class SulaError(TaskConfigError):
-    """A SULA configuration that cannot be generated; the message says what to change."""
 
 
 def posterior_first(k: int | np.ndarray, m: int | np.ndarray, alpha: float = ALPHA,
@@ -198,21 +196,6 @@ def _check_alpha(alpha: float) -> None:
     if not 0.5 < alpha < 1.0:
         raise SulaError(f"alpha (the chance an example shows the true label) must be in "
                         f"(0.5, 1), got {alpha}")
-
-
-@dataclass(frozen=True)
-class SulaTaskConfig:
-    """One SULA condition: examples per prompt ``ks``, label reliability ``alpha``, and the
-    label words (each pair must be single tokens for the tokenizer that reads them)."""
-
-    ks: tuple[int, ...] = option(KS, "sula: examples per prompt", min=0)
-    alpha: float = option(ALPHA, "sula: chance an example shows the true label (in (0.5, 1))",
-                          above=0.5, max=1.0)
-    condition: str = option("main", "sula: main, remap, shuffled or ablated",
-                            choices=CONDITIONS)
-    labels: tuple[str, str] = option(LABEL_CANDIDATES[:2], "sula: the label pair")
-    remap_labels: tuple[str, str] = option(LABEL_CANDIDATES[2:4],
-                                           "sula: the label pair of the remap control")
 
 
 @register_task(SulaTaskConfig)

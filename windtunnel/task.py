@@ -17,6 +17,7 @@ registry and a new task needs no CLI edit.
 
 from __future__ import annotations
 
+import importlib
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -27,20 +28,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..records import OptionError, UsageError, check_options
+from ..records import OptionError, check_options
 from .memory import format_bytes, memory_limit
+from .names import TASK_NAMES, TaskConfigError
 from .posterior_prompts import PosteriorPrompts
 from .seeds import Purpose, stream
 from .sparse_posterior import SparsePosterior
+from .task_configs import TASK_CONFIGS
 
 #: tasks with a sparse posterior form carry the dense [B, Q, H] one only up to this many
 #: hypotheses (bijection V = 1,000 would need ~1 GB per 128 sequences)
 DENSE_MAX_H = 256
-
-
-class TaskConfigError(UsageError):
-    """A task (or a model or training run on it) was asked for with parameters that cannot
-    work (V < 2, L > V, more memory than the machine has ...): a usage error, exit status 2."""
 
 
 @dataclass(frozen=True)
@@ -286,14 +284,24 @@ def register_task(config_cls: type):
 
     def wrap(cls: type[Task]) -> type[Task]:
         TASKS[cls.name] = _Registered(cls, config_cls)
+        TASK_CONFIGS[cls.name] = config_cls  # the command line reads its options from there
         return cls
 
     return wrap
 
 
+def load_tasks() -> None:
+    """Import every task module (:data:`windtunnel.names.TASK_NAMES`: each task's module has its
+    name), so that :data:`TASKS` is complete however this module was reached: the package
+    imports its public names lazily, and a task registers itself when its module is imported."""
+    for module in TASK_NAMES:
+        importlib.import_module(f".{module}", __package__)
+
+
 def make_task(name: str, **params: Any) -> Task:
     """Build a registered task; unknown names, parameters or values raise
     :class:`TaskConfigError`."""
+    load_tasks()
     if name not in TASKS:
         raise TaskConfigError(f"unknown task {name!r}; available: {', '.join(sorted(TASKS))}")
     reg = TASKS[name]

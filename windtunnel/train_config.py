@@ -11,16 +11,16 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Protocol
-
-import pandas as pd
-from transformers import PreTrainedModel
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records import check_options, json_safe, option, run_settings, seed_option
-from .architectures import ARCHS, check_batch_memory
-from .evaluate import EVAL_BATCH
-from .task import TaskConfigError, TokenTask, make_token_task
-from .transformer import TRANSFORMER_PRESETS, get_preset
+from .names import ARCH_NAMES, PRESET_NAMES, TaskConfigError
+
+if TYPE_CHECKING:  # the config imports no torch: the command line checks it first
+    import pandas as pd
+    from transformers import PreTrainedModel
+
+    from .task import TokenTask
 
 
 @dataclass
@@ -30,8 +30,8 @@ class TrainConfig:
     task: str = option("bijection", "the wind tunnel to train on")
     task_params: dict[str, Any] = option(None, "task parameters (the task's own options)",
                                          factory=dict, cli=False)
-    arch: str = option("transformer", "model architecture", choices=tuple(ARCHS))
-    preset: str = option("small", "model size", choices=tuple(TRANSFORMER_PRESETS))
+    arch: str = option("transformer", "model architecture", choices=ARCH_NAMES)
+    preset: str = option("small", "model size", choices=PRESET_NAMES)
     steps: int = option(10_000, "optimiser steps", min=1)
     seed: int = seed_option(0, "seed of the initialisation and of every batch")
     batch_size: int = option(128, "sequences per step (a fresh hypothesis each)", min=1)
@@ -72,12 +72,18 @@ class TrainConfig:
 
     def validate(self) -> TokenTask:
         """The task, after checking every option (its declared type and range), the task's
-        parameters and that a batch fits in memory; else a one-line ``TaskConfigError``."""
+        parameters and that a batch fits in memory; else a one-line ``TaskConfigError``.
+        The options are checked before the task and model modules (torch) are imported."""
         check_options(self, TaskConfigError)
         if not all(b < 1 for b in self.betas):
             raise TaskConfigError(f"betas must each be < 1, got {self.betas}")
         if not isinstance(self.task_params, dict):
             raise TaskConfigError(f"task_params must be a dict, got {self.task_params!r}")
+        from .architectures import check_batch_memory
+        from .evaluate import EVAL_BATCH
+        from .task import make_token_task
+        from .transformer import get_preset
+
         get_preset(self.preset)
         task = make_token_task(self.task, **self.task_params)
         eval_batch = min(EVAL_BATCH, max(self.eval_size, self.final_eval_size))

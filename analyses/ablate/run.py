@@ -33,27 +33,22 @@ computation. For the heads, the ΔMAE spread over all heads is the further compa
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ... import interp
 from ...interp.ablations import Ablation, BypassLayer, ZeroHead, ZeroSublayer, ablate
-from ...records import option
 from ...windtunnel.evaluate import evaluate
 from ...windtunnel.task import TokenTask
 from ..kit.errors import ExperimentError
-from ..kit.options import comma_ints, comma_words
 from ..kit.out_dirs import claim
-from ..kit.run_options import RunOptions, Seeded
 from ..kit.writer import write_run
+from .config import CONDITIONS, AblationsConfig  # noqa: F401 (re-exported)
 from .controls import eval_task, has_site, mean_replaced, measure, site_means
 from .result import AblationResult
 
 __all__ = ["AblationResult", "AblationsConfig", "evaluate_ablated", "run_ablations",
            "run_experiment"]
-
-CONDITIONS = ("heads", "layers", "cumulative")
 
 
 def evaluate_ablated(model: interp.InterpModel, task: TokenTask, *ablations: Ablation,
@@ -106,49 +101,6 @@ def run_ablations(spec: str | Path | interp.InterpModel, task: TokenTask | None 
             mae = evaluate_ablated(model, task, BypassLayer(list(range(L + 1))), n=n, seed=seed)
             res.cumulative.append({"through": L, "mae_bits": mae, "delta_mae_bits": mae - clean})
     return res
-
-
-# ---------------------------------------------------------------- the experiment
-@dataclass
-class AblationsConfig(Seeded, RunOptions, experiment="ablate"):
-    """One ``bayesgeom ablate`` run (module doc). Sizes: ``n`` held-out sequences per
-    condition; ``ks``: the task's K (observations per HMM sequence) to evaluate at."""
-
-    run_dir: str = option("", "wind-tunnel run directory (or its saved model/)", flag="run_dir")
-    n: int = option(2000, "held-out sequences per condition", min=1)
-    conditions: tuple[str, ...] = option(CONDITIONS, "subset of heads,layers,cumulative "
-                                         "(none: only the retrain)", parse=comma_words)
-    all_layer_heads: bool = option(False, "ablate the heads of every layer, not only layer 0")
-    control: str = option("mean", "the matched control beside each zeroing: mean (mean-"
-                          "ablation) or none", choices=("mean", "none"))
-    ks: tuple[int, ...] = option((), "evaluate at each K (tasks with a K, such as hmm; "
-                                 "default: the K it was trained at)", flag="--K",
-                                 parse=comma_ints, min=1, metavar="K[,K...]")
-    retrain_top_attention: int = option(0, "also retrain the run's config with attention "
-                                        "zeroed in its top N layers, beside its control "
-                                        "(0: no)", flag="--retrain-without-top-attention", min=0,
-                                        metavar="N")
-    retrain_ks: tuple[int, ...] = option((), "K of the retrain's evaluation (default: --K)",
-                                         flag="--retrain-K", parse=comma_ints, min=1,
-                                         metavar="K[,K...]")
-    retrain_steps: int | None = option(None, "optimiser steps of the retrain and its control "
-                                       "(default: the run's own; the run is then the control)",
-                                       min=1)
-    retrain_minutes: float | None = option(None, "training wall-time budget of each retrain "
-                                           "(minutes)", above=0)
-
-    def check(self) -> None:
-        super().check()
-        if not self.run_dir:
-            raise ExperimentError("give the wind-tunnel run directory to ablate (RUN_DIR)")
-        bad = [c for c in self.conditions if c not in (*CONDITIONS, "none")]
-        if bad:
-            raise ExperimentError(f"unknown condition(s) {', '.join(bad)}; choose from "
-                                f"{', '.join(CONDITIONS)} or none")
-        if self.retrain_top_attention == 0 and (self.retrain_ks or self.retrain_steps
-                                                or self.retrain_minutes):
-            raise ExperimentError("--retrain-K, --retrain-steps and --retrain-minutes need "
-                                "--retrain-without-top-attention N")
 
 
 def head_label(layer: int, head: int) -> str:

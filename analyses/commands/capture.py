@@ -87,12 +87,12 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
 
 
 def capture(ns: argparse.Namespace) -> int:
+    o = config_from_args(CaptureOptions, ns)  # the options, before torch is imported
+    prompts = read_prompts(o.prompts)
     from ...interp import capture as run_capture
     from ...interp.activation_store import check_store_dir
     from ..kit.models import open_model
 
-    o = config_from_args(CaptureOptions, ns)
-    prompts = read_prompts(o.prompts)
     check_store_dir(o.out)  # before any model is loaded or converted
     model = open_model(o.model, dtype=o.dtype, device=o.device, revision=o.revision,
                        backend=o.backend, allow_pickle=o.allow_pickle)

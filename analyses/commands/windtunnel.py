@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...records import check_options, declared, json_safe, option, seed_option
+from ...records import OptionError, check_options, declared, json_safe, option, seed_option
+from ...windtunnel.names import TEXT_TASK_NAMES
+from ...windtunnel.task_configs import TASK_CONFIGS
 from ..kit.options import add_option, add_options, config_from_args, out_path
 from ..kit.parser import CLIError, Parser
 
@@ -41,15 +43,15 @@ class EvalOptions:
 
 
 def add_task_options(p: argparse.ArgumentParser, token_only: bool) -> None:
-    """Each task parameter once (the first declaration of a name wins)."""
-    from ...windtunnel import TASKS, TokenTask
-
+    """Each task parameter once (the first declaration of a name wins); from the light task
+    configs (:data:`windtunnel.task_configs.TASK_CONFIGS`: no torch before the options are
+    checked)."""
     seen: set[str] = set()
-    for reg in TASKS.values():
-        if token_only and not issubclass(reg.cls, TokenTask):
+    for name, config_cls in TASK_CONFIGS.items():
+        if token_only and name in TEXT_TASK_NAMES:
             continue
-        hints = typing.get_type_hints(reg.config_cls)
-        for f, opt in declared(reg.config_cls):
+        hints = typing.get_type_hints(config_cls)
+        for f, opt in declared(config_cls):
             if f.name not in seen:
                 seen.add(f.name)
                 add_option(p, f, opt, hints[f.name], PREFIX + f.name)
@@ -57,15 +59,17 @@ def add_task_options(p: argparse.ArgumentParser, token_only: bool) -> None:
 
 def task_params(ns: argparse.Namespace, task: str) -> dict[str, Any]:
     """The given task options, refusing those the task does not have."""
-    from ...windtunnel import TASKS
-
-    if task not in TASKS:
-        raise CLIError(f"unknown task {task!r}; available: {', '.join(sorted(TASKS))}")
-    mine = {f.name for f, _ in declared(TASKS[task].config_cls)}
+    if task not in TASK_CONFIGS:
+        raise CLIError(f"unknown task {task!r}; available: {', '.join(sorted(TASK_CONFIGS))}")
+    mine = {f.name for f, _ in declared(TASK_CONFIGS[task])}
     given = {k[len(PREFIX):]: v for k, v in vars(ns).items() if k.startswith(PREFIX)}
     for name in given:
         if name not in mine:
             raise CLIError(f"option --{name.replace('_', '-')} does not apply to task {task!r}")
+    try:  # the declared ranges, worded as make_task words them
+        check_options(TASK_CONFIGS[task](**given))
+    except OptionError as e:
+        raise CLIError(f"task {task!r}: {e}") from None
     return given
 
 
@@ -96,7 +100,7 @@ def sample_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def train_arguments(t: argparse.ArgumentParser) -> None:
-    from ...windtunnel.training import TrainConfig
+    from ...windtunnel.train_config import TrainConfig
 
     add_options(t, TrainConfig)
     t.add_argument("--out", required=True, type=out_path,
@@ -110,22 +114,23 @@ def eval_arguments(e: argparse.ArgumentParser) -> None:
 
 
 def sample(ns: argparse.Namespace) -> int:
+    o = config_from_args(SampleOptions, ns)
+    check_options(o)
+    params = task_params(ns, o.task)  # checked before the task modules (torch) are imported
     from ...windtunnel import make_task
     from ...windtunnel.inspect import format_records, sample_records
 
-    o = config_from_args(SampleOptions, ns)
-    check_options(o)
-    rec = sample_records(make_task(o.task, **task_params(ns, o.task)), o.n, o.seed)
+    rec = sample_records(make_task(o.task, **params), o.n, o.seed)
     print(json.dumps(rec) if ns.json else format_records(rec))
     return 0
 
 
 def train(ns: argparse.Namespace) -> int:
-    from ...windtunnel.training import TrainConfig
-    from ...windtunnel.training import train as run_training
+    from ...windtunnel.train_config import TrainConfig
 
-    cfg = config_from_args(TrainConfig, ns)
+    cfg = config_from_args(TrainConfig, ns)  # the options, before torch is imported
     cfg.task_params = task_params(ns, cfg.task)
+    from ...windtunnel.training import train as run_training
     if cfg.device is not None:
         from ...interp import check_device
 
@@ -151,13 +156,13 @@ def train(ns: argparse.Namespace) -> int:
 
 
 def evaluate(ns: argparse.Namespace) -> int:
+    o = config_from_args(EvalOptions, ns)
+    check_options(o)  # before the run and torch are loaded
     from ...windtunnel import TASKS
     from ...windtunnel.architectures import n_params
     from ...windtunnel.evaluate import evaluate as run_eval
     from ...windtunnel.runs import load_run
 
-    o = config_from_args(EvalOptions, ns)
-    check_options(o)
     run = load_run(o.dir)
     task = run.task
     if task is None:

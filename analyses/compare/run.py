@@ -17,65 +17,23 @@ holds a finished geometry run with the same settings and weights is not rerun.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ... import interp
-from ...records import Parts, fingerprint, option, read_result
+from ...records import Parts, fingerprint, read_result
 from ..geometry.probes import catalogue
 from ..geometry.result import GeometryResult, MetricRow, SetSummary, abs_interval
-from ..geometry.run import GeometryConfig, check_config, run_geometry
+from ..geometry.run import check_config, run_geometry
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model
 from ..kit.out_dirs import claim
-from ..kit.run_options import RunOptions
 from ..kit.writer import write_run
+from .config import DEFAULT_MODEL, CompareConfig, _label  # noqa: F401 (re-exported)
 from .result import ComparedModel, CompareResult
-
-#: name on the command line for the embedded default model
-DEFAULT_MODEL = "default"
-
-
-
-@dataclass
-class CompareConfig(RunOptions, experiment="compare"):
-    """Models to compare and the geometry settings every one of them gets.
-
-    ``models``: run directories, Hub names or local paths; None (or ``"default"``) is the
-    embedded SmolLM2. ``labels``: short names (None: derived from the models)."""
-
-    models: tuple[str | None, ...] = option(
-        (None,), f"wind-tunnel run directories, Hub names or local paths; "
-                 f"'{DEFAULT_MODEL}' is the embedded SmolLM2", required=True)
-    labels: tuple[str, ...] | None = option(None, "short names, one per model (comma-separated)")
-    geometry: GeometryConfig = option(None, "the geometry settings of every model",
-                                      factory=GeometryConfig, cli=False)
-
-    def resolved_labels(self) -> list[str]:
-        if not self.models:
-            raise ExperimentError("give at least one model to compare")
-        if self.labels is not None:
-            if len(self.labels) != len(self.models):
-                raise ExperimentError(f"{len(self.labels)} labels for {len(self.models)} models")
-            labels = list(self.labels)
-        else:
-            labels = [_label(m) for m in self.models]
-        bad = [x for x in labels if not x or "/" in x or x.startswith(".")]
-        if bad:
-            raise ExperimentError(f"labels name output folders: {bad} are not usable (no '/', "
-                               "no leading '.')")
-        if len(set(labels)) != len(labels):
-            raise ExperimentError(f"labels must differ, got {labels}; pass labels")
-        return labels
-
-
-def _label(model: str | None) -> str:
-    if model in (None, DEFAULT_MODEL):
-        return "smollm2"
-    return Path(str(model).rstrip("/")).name or str(model)
 
 
 def geometry_for(cfg: CompareConfig, label: str, model: interp.InterpModel,

@@ -30,74 +30,27 @@ every step for CI.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 
 from ... import interp
-from ...records import option
 from ...windtunnel.training import TrainConfig, TrainResult, train
 from ..compare import run as compare
 from ..geometry.run import GeometryConfig
 from ..kit.models import open_model
-from ..kit.options import allow_pickle_option, model_option
 from ..kit.out_dirs import claim
-from ..kit.run_options import RunOptions, Seeded
 from ..kit.writer import write_run
 from ..prompts.corpora import CorpusPaths
 from ..prompts.pool import MIXED, PoolConfig, build_pool
 from ..steer import run as steering
 from ..sula import run as sula
+from .config import FULL, QUICK, DemoConfig, DemoSizes  # noqa: F401 (re-exported)
 from .result import DemoResult, TrainRow
 
 #: domain sets tried, in order, for the domain-restricted geometry (the first one installed)
 DOMAIN_PREFERENCE = ("math", "code", "legal", "literature", "news")
-
-
-@dataclass
-class DemoSizes:
-    """How big each step is (``DemoConfig.sizes()`` picks full or quick)."""
-
-    transformer_steps: int
-    hmm_steps: int
-    n_per_quintile: int
-    pool_size: int
-    n_resamples: int
-    curve_resamples: int
-    sula_per_k: int
-    steer_per_k: int
-    cut_fractions: tuple[float, ...]
-    shift_deltas: tuple[float, ...]
-    n_random: int | None  # None: as many as the primary family needs to survive Holm
-    windtunnel_prompts: int
-
-
-FULL = DemoSizes(3000, 3000, 15, 1000, 1000, 200, 50, 20, (1.0,), (1.0,), None, 250)
-QUICK = DemoSizes(400, 200, 4, 120, 100, 20, 8, 8, (1.0,), (1.0,), 10, 64)
-
-
-@dataclass
-class DemoConfig(Seeded, RunOptions, experiment="demo", required_out=False):
-    """The main job."""
-
-    quick: bool = option(False, "a few-minute version (CI)")
-    model: str | None = model_option("the LLM: Hub name or local directory (default: the "
-                                     "embedded SmolLM2-135M)")
-    allow_pickle: bool = allow_pickle_option()
-    baselines: tuple[str, ...] = option(("mlp-position", "mlp-flat"), "MLP baselines trained "
-                                        "for the transformer's wall time", cli=False)
-    preset: str = option("small", "wind-tunnel model size", cli=False)
-    task_params: dict = option(None, "bijection parameters", factory=lambda: {"V": 20},
-                               cli=False)
-    hmm_params: dict = option(None, "HMM parameters (the geometry and steering tunnel)",
-                              factory=dict, cli=False)
-    full: DemoSizes = option(None, "the full sizes", factory=lambda: FULL, cli=False)
-    quick_sizes: DemoSizes = option(None, "the quick sizes", factory=lambda: QUICK, cli=False)
-    corpus_paths: CorpusPaths | None = option(None, "where corpora are read", cli=False)
-
-    def sizes(self) -> DemoSizes:
-        return self.quick_sizes if self.quick else self.full
 
 
 # ---------------------------------------------------------------- 1. wind tunnel

@@ -19,7 +19,7 @@ it is the run's step 0); ``chance`` is the score of m random Gaussian vectors in
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -27,27 +27,14 @@ from tqdm.auto import tqdm
 
 from ... import interp
 from ...probes.key_frame import FrameScore, score_frame
-from ...records import option
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model, twin_seed
-from ..kit.options import layers_option
 from ..kit.out_dirs import claim
-from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded, TwinSeeded
 from ..kit.writer import write_run
 from ..prompts.corpora import CorpusPaths, read_common_licenses, read_python_stdlib
+from .config import DetectConfig
 from .result import DetectResult, HeadFrame
-
-
-@dataclass
-class DetectConfig(ModelOptions, Batched, Seeded, TwinSeeded, RunOptions, experiment="detect"):
-    """One detector run (``model``: a Hub name, local directory or wind-tunnel run)."""
-
-    layers: tuple[int, ...] | None = layers_option("layers whose key frames are scored")
-    n_prompts: int = option(64, "prompts of an LLM (paragraphs of built-in text)", min=1)
-    max_tokens: int = option(64, "tokens per LLM prompt at most", min=2)
-    n_tokens: int = option(64, "frame size of an LLM: its most frequent token ids", min=2)
-    n_sequences: int = option(64, "held-out sequences of a wind tunnel", min=1)
 
 
 def builtin_prompts(n: int, max_chars: int = 400) -> list[str]:

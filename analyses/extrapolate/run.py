@@ -26,7 +26,6 @@ the training length", arXiv 2505.22842) is printed beside the table.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,68 +33,16 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from ...records import Parts, file_sha256, fingerprint, option, seed_option
+from ...records import Parts, file_sha256, fingerprint
 from ...windtunnel import load_run, make_token_task
 from ...windtunnel.long_eval import chunked_logits
 from ...windtunnel.metrics import calibration_stats, slice_log_probs
 from ...windtunnel.seeds import Purpose, stream
-from ...windtunnel.train_config import TrainConfig
 from ...windtunnel.training import train
-from ..kit.errors import ExperimentError
 from ..kit.out_dirs import claim
-from ..kit.run_options import RunOptions, Seeded
 from ..kit.writer import write_run
+from .config import SCHEMES, ExtrapolationConfig  # noqa: F401 (re-exported)
 from .result import BAM_CLAIM, ExtrapolationResult, SchemeSummary
-
-SCHEMES = ("llama-bam", "llama-alibi", "llama-nope", "llama-rope", "llama")
-
-
-
-@dataclass
-class ExtrapolationConfig(Seeded, RunOptions, experiment="extrapolation"):
-    """One extrapolation study (module doc)."""
-
-    seed: int = seed_option(0, "seed of training and of the held-out sequences")
-    archs: tuple[str, ...] = option(SCHEMES, "architectures, one per positional scheme",
-                                    unique=True)
-    length: int = option(16, "training length L (tokens)", min=6)
-    multiples: tuple[int, ...] = option((1, 2, 5, 10, 50, 100, 500),
-                                        "evaluation lengths as multiples of L", unique=True)
-    key_vocab: int = option(16, "long_recall keys", min=2)
-    value_vocab: int = option(16, "long_recall values (the hypotheses)", min=2)
-    noise: float = option(0.0, "long_recall observation noise", min=0.0, max=0.5)
-    preset: str = option("small", "model size")
-    steps: int = option(2000, "training steps per scheme", min=1)
-    batch_size: int = option(256, "training sequences per step", min=1)
-    lr: float = option(1e-3, "peak learning rate (a pilot: 1e-3 with 256 sequences learns "
-                       "L = 16 retrieval by 1,000 steps; 3e-3 stalls near 0.4)", above=0)
-    n_eval: int = option(32, "held-out sequences per (scheme, length)", min=1)
-    eval_batch: int = option(8, "sequences per chunked forward", min=1, identity=False)
-    chunk: int = option(512, "queries per chunk of the long evaluation", min=1,
-                        identity=False)
-    tolerance: float = option(0.05, "accuracy drop (absolute) still counted as extrapolating",
-                              min=0.0, max=1.0)
-    device: str | None = option(None, "torch device (default: cpu)", identity=False)
-
-    def check(self) -> None:
-        super().check()
-        if not self.multiples or min(self.multiples) != 1:
-            raise ExperimentError("--multiples must include 1 (the training length)")
-        bad = [a for a in self.archs if not a.startswith(("llama", "transformer"))]
-        if bad:
-            raise ExperimentError(f"archs {bad} have no attention positional scheme")
-
-    def task_params(self) -> dict:
-        return {"length": self.length, "key_vocab": self.key_vocab,
-                "value_vocab": self.value_vocab, "noise": self.noise,
-                "max_length": self.length * max(self.multiples)}
-
-    def train_config(self, arch: str) -> TrainConfig:
-        every = max(1, self.steps // 5)
-        return TrainConfig(task="long_recall", task_params=self.task_params(), arch=arch,
-                           preset=self.preset, steps=self.steps, seed=self.seed,
-                           batch_size=self.batch_size, lr=self.lr, eval_every=every, eval_size=256,
-                           final_eval_size=512, ckpt_every=every, device=self.device)
 
 
 def score_sequences(model: torch.nn.Module, task, length: int, n_eval: int, eval_batch: int,

@@ -66,7 +66,6 @@ from ... import interp
 from ...probes import token_key_orthogonality, value_manifold_summary
 from ...probes.attention_rows import attention_mass, content_masks, js_divergence_bits
 from ...probes.plateau import plateau_step
-from ...records import option
 from ...windtunnel import TaskBatch, TokenTask
 from ...windtunnel.architectures import ATTENTION_ARCHS, build_model
 from ...windtunnel.checkpoint import CHECKPOINTS, DENSE
@@ -78,8 +77,8 @@ from ..geometry.probes import paper1_token_ids
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model
 from ..kit.out_dirs import claim
-from ..kit.run_options import Batched, RunOptions, Seeded
 from ..kit.writer import write_run
+from .config import FramePrecisionConfig
 from .report import write_report
 from .result import (
     CONTROL,
@@ -96,27 +95,6 @@ PLATEAU_DEF = ("the first step after which the metric stays within tolerance x i
                "(max - min over all steps, step 0 included) of its final value")
 MAE_DEF = ("per-sample entropy MAE (Paper I, spec 1.8 item 2): mean over held-out sequences "
            "and prediction positions of |H_model - H_Bayes| (bits)")
-
-
-
-@dataclass
-class FramePrecisionConfig(Batched, Seeded, RunOptions,
-                           experiment="frame-precision", batch_size=100):
-    """One ``bayesgeom frame-precision`` run (module doc). Sizes: ``n`` sequences of the fixed
-    batch (attention and value manifold), ``n_mae`` sequences of the MAE evaluation."""
-
-    run_dir: str = option("", "finished wind-tunnel run trained with --dense-ckpt-until",
-                          flag="run_dir")
-    n: int = option(500, "held-out sequences of the fixed batch (attention rows, value "
-                    "manifold)", min=5)
-    n_mae: int = option(2000, "held-out sequences of the entropy-MAE evaluation", min=1)
-    tolerance: float = option(0.1, "plateau tolerance: fraction of the metric's range", above=0,
-                              max=1)
-
-    def check(self) -> None:
-        super().check()
-        if not self.run_dir:
-            raise ExperimentError("give the wind-tunnel run directory (RUN_DIR)")
 
 
 @dataclass(frozen=True)

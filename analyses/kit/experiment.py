@@ -8,7 +8,10 @@ experiment needs no edit to ``cli.py``. A command parses its options into the co
 ``run(config)`` and prints ``summary(result)`` and the report's path, or the result as one JSON
 object with ``--json``. The config, run and summary of an entry may be :class:`Later`
 references, imported when the command is chosen: listing the commands (``bayesgeom --help``)
-imports no experiment's torch-importing modules.
+imports no experiment's torch-importing modules. A config lives in a light module (its
+experiment's ``config.py``: no torch, transformers, pandas, scipy or plotly) and its ``check()``
+runs before ``run`` is imported, so a bad option or ``--out`` is refused at once, with nothing
+loaded.
 
 Example:
     >>> import argparse
@@ -152,6 +155,9 @@ class Experiment:
         """Run the command for parsed options ``ns``; return the exit status."""
         try:
             cfg = self.make_config(ns)
+            check = getattr(cfg, "check", None)
+            if check is not None:
+                check()  # every option and the --out, before the run module (torch) is imported
             result = self.run(cfg)
         except ExperimentError as e:
             e.experiment = e.experiment or self.name

@@ -39,38 +39,17 @@ from tqdm.auto import tqdm
 from ... import interp
 from ...probes import fit_pca, position_design, value_manifold_summary
 from ...probes.cluster_separation import label_silhouette
-from ...records import option
 from ...windtunnel import TokenTask
 from ...windtunnel.runs import find_run
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model
-from ..kit.options import model_option
 from ..kit.out_dirs import claim
-from ..kit.run_options import Batched, RunOptions, Seeded
 from ..kit.writer import write_run
+from .config import LayerGeometryConfig
 from .result import METRICS, ConditionGeometry, LayerGeometryResult, LayerMetrics
 
 SCATTER_POINTS = 2000
-
-
-
-@dataclass
-class LayerGeometryConfig(Batched, Seeded, RunOptions, experiment="layer-geometry", batch_size=64):
-    """One run: ``model`` a wind-tunnel run directory (or its model / a checkpoint)."""
-
-    model: str | None = model_option("wind-tunnel run directory (its task is read from it)")
-    n_sequences: int = option(250, "held-out sequences (rows: sequences x prediction "
-                              "positions)", min=2)
-    silhouette_pcs: int = option(10, "principal components the silhouette is computed on",
-                                 min=1)
-    silhouette_samples: int = option(4000, "rows the silhouette uses at most (a seeded "
-                                     "subset; it costs O(n^2))", min=10)
-
-    def check(self) -> None:
-        super().check()
-        if not self.model:
-            raise ExperimentError("give the wind-tunnel run to analyse with --model RUN")
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,6 +32,9 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 DOMAINS: tuple[str, ...] = ("code", "math", "literature", "news", "legal")
+#: the prompt sets of the experiments: every domain mixed (the default), or one domain
+MIXED = "mixed"
+PROMPT_SETS: tuple[str, ...] = (MIXED, *DOMAINS)
 R_LIBRARY_DIRS: tuple[str, ...] = (
     "/usr/local/lib/R/site-library",
     "/usr/lib/R/site-library",

@@ -21,11 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ...records import UsageError
-from .corpora import DOMAINS, CorpusPaths, CorpusReport, read_corpora
+from .corpora import DOMAINS, MIXED, PROMPT_SETS, CorpusPaths, CorpusReport, read_corpora
 from .segmentation import WindowSpec, windows
-
-MIXED = "mixed"
-PROMPT_SETS: tuple[str, ...] = (MIXED, *DOMAINS)
 
 
 class PoolError(UsageError):

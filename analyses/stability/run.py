@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -62,7 +62,6 @@ from tqdm.auto import tqdm
 from ... import interp
 from ...probes.attention_entropy import attention_entropy_bits
 from ...probes.decay_fit import CriticalLength, bootstrap_critical_length
-from ...records import option
 from ...windtunnel.long_eval import position_limit
 from ...windtunnel.runs import find_run
 from ...windtunnel.seeds import Purpose, stream
@@ -70,52 +69,16 @@ from ..detect.run import DetectConfig, head_frames
 from ..extrapolate.run import score_sequences
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model, twin_seed
-from ..kit.options import model_option
 from ..kit.out_dirs import claim
-from ..kit.run_options import ModelOptions, RunOptions, Seeded, TwinSeeded
 from ..kit.writer import write_run
 from ..prompts.passkey import digit_ids, min_length, passkey_batch
-from .result import METRICS, CriticalLengthSummary, StabilityResult
+from .config import StabilityConfig
+from .result import CriticalLengthSummary, StabilityResult
 from .tables import summarise, tidy_rows
 
 #: a text model's passkey hypotheses (the ten digits) and its key frame (most frequent tokens)
 PASSKEY_HYPOTHESES = 10
 TEXT_FRAME = 32
-
-
-
-@dataclass
-class StabilityConfig(ModelOptions, Seeded, TwinSeeded, RunOptions, experiment="stability"):
-    """One stability analysis (module doc)."""
-
-    model: str | None = model_option("a wind-tunnel run trained on long_recall, or a text model "
-                                     "read on passkey prompts (default: the embedded SmolLM2)")
-    lengths: tuple[int, ...] = option((1, 2, 5, 10, 20, 50), "evaluation lengths as multiples "
-                                      "of the training length", min=1)
-    max_length: int | None = option(None, "longest length in tokens: --n-lengths lengths "
-                                    "spaced geometrically from the training length to it, "
-                                    "instead of --lengths", min=4)
-    n_lengths: int = option(6, "lengths with --max-length", min=2)
-    base_length: int = option(64, "a text model's length unit for --lengths (tokens)", min=8)
-    metrics: tuple[str, ...] = option(METRICS, f"metrics among {', '.join(METRICS)}")
-    n_eval: int = option(64, "held-out sequences per length", min=2)
-    eval_batch: int = option(8, "sequences per chunked forward", min=1, identity=False)
-    chunk: int = option(512, "queries per chunk of the long evaluation", min=1,
-                        identity=False)
-    max_attention_length: int = option(2048, "longest length at which attention entropy and "
-                                       "key orthogonality are measured (full eager forward, "
-                                       "O(length^2) memory); NaN beyond", min=4)
-    attention_batch: int = option(2, "sequences per full forward of the attention and key "
-                                  "reads", min=1, identity=False)
-    n_boot: int = option(200, "bootstrap replicates of the critical length", min=1)
-    level: float = option(0.95, "level of the critical length's interval", above=0, max=0.999)
-
-    def check(self) -> None:
-        super().check()
-        bad = [m for m in self.metrics if m not in METRICS]
-        if bad or not self.metrics:
-            raise ExperimentError(f"--metrics must be among {', '.join(METRICS)}, got "
-                                 f"{', '.join(bad) or 'none'}")
 
 
 def eval_lengths(cfg: StabilityConfig, train_length: int) -> list[int]:

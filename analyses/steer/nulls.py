@@ -45,10 +45,8 @@ from ...infotheory import pearson
 from ...interp.interventions import DirectionEdit
 from ...probes import EntropyAxis, fit_pca
 from ...probes.energy_controls import EnergyMoments, effective_number, energy_matched_controls
+from .config import EDIT_SPACES, NULLS
 from .result import ControlSet
-
-EDIT_SPACES = ("readout", "standardised")
-NULLS = ("energy", "variance", "norm", "pcs")
 
 
 @dataclass(frozen=True, eq=False)

@@ -44,23 +44,13 @@ from scipy import stats as sps
 
 from ...probes import POSITION_CONFOUND_R2, ProbeConfig, holm, null_test, position_only_r2
 from ...probes.energy_controls import EFFECTIVE_FLOOR, ENERGY_TOLERANCE
+from .config import controls_needed  # noqa: F401 (re-exported)
 from .result import ControlSet
 from .scores import DELTA_METRICS, LAYER_METRICS, RELATIVE_METRICS
 
 PRIMARY_METRIC = "d_kl_bayes"
 PRIMARY_EFFECT = "total"
 ALPHA = 0.05
-
-
-def controls_needed(n_conditions: int, alpha: float = 0.05) -> int:
-    """The fewest controls whose permutation floor 1/(n + 1) lies below α/m, so that the primary
-    family of ``n_conditions`` = m tests can survive Holm.
-
-    Example:
-        >>> controls_needed(6), controls_needed(4), controls_needed(1)
-        (120, 80, 20)
-    """
-    return math.ceil(n_conditions / alpha - 1e-9)
 
 
 def too_few(n_effective: float) -> bool:

@@ -16,7 +16,7 @@ prompts, so a rerun (or the demo's) reuses them.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,56 +25,20 @@ import torch
 
 from ... import interp
 from ...infotheory import calibration, calibration_by_group, entropy_bits_from_probs
-from ...interp.sites import VECTOR_KINDS
 from ...probes import fit_pca, spearman
-from ...records import Parts, fingerprint, option, same_option, seed_option
-from ...windtunnel import PosteriorPrompts, SulaError, SulaTaskConfig
-from ...windtunnel.sula import CONDITIONS, expected_entropy_bits
+from ...records import Parts, fingerprint
+from ...windtunnel import PosteriorPrompts, SulaError
+from ...windtunnel.sula import expected_entropy_bits
 from ..kit.models import open_model
-from ..kit.options import comma_words, model_option
 from ..kit.out_dirs import claim
 from ..kit.posteriors import model_posterior
-from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded
 from ..kit.writer import write_run
 from ..prompts.sula import pick_labels, sula_prompts
+from .config import SulaConfig
 from .result import SulaCondition, SulaResult
 
 #: Paper III's SULA calibration MAE (bits, main condition, 250 prompts)
 PAPER3_MAE = {"Pythia-410M": 0.44, "Llama-3.2-1B": 0.36, "Phi-2": 0.31}
-
-
-@dataclass
-class SulaConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
-                 experiment="sula"):
-    """One SULA run. ``labels`` / ``remap_labels``: label pairs (None: the first single-token
-    candidates). ``site``: the site kind whose last-layer final-token activations give the
-    geometry."""
-
-    model: str | None = model_option("Hub name or local directory (default: the embedded "
-                                     "SmolLM2-135M)")
-    seed: int = seed_option(42, "seed of the SULA draws")
-    ks: tuple[int, ...] = same_option(SulaTaskConfig, "ks")
-    n_per_k: int = option(50, "prompts per k", min=1)
-    alpha: float = same_option(SulaTaskConfig, "alpha")
-    labels: tuple[str, str] | None = same_option(
-        SulaTaskConfig, "labels", None,
-        help="label pair, e.g. fed,pol (default: the first single-token candidates)")
-    remap_labels: tuple[str, str] | None = same_option(SulaTaskConfig, "remap_labels", None)
-    conditions: tuple[str, ...] = option(CONDITIONS, "subset of main,remap,shuffled,ablated",
-                                         parse=comma_words)
-    site: str = option("attn.v", "last-layer site kind of the geometry", choices=VECTOR_KINDS)
-
-    def __post_init__(self) -> None:
-        self.labels = self.labels if self.labels is None else tuple(self.labels)
-        self.remap_labels = self.remap_labels if self.remap_labels is None \
-            else tuple(self.remap_labels)
-
-    def check(self) -> None:
-        super().check()
-        bad = [c for c in self.conditions if c not in CONDITIONS]
-        if bad or not self.conditions:
-            raise SulaError(f"unknown SULA condition(s) {bad or '(none given)'}; choose from "
-                            f"{', '.join(CONDITIONS)}")
 
 
 # ---------------------------------------------------------------- scoring

@@ -7,7 +7,7 @@ from ..kit.experiment import Experiment, Later, lazy_exports
 EXPERIMENTS = (Experiment(
     "sweep", "train a grid of wind-tunnel runs (tasks x archs x presets x seeds) and aggregate "
     "them",
-    config=Later(f"{__name__}.run", "SweepConfig"),
+    config=Later(f"{__name__}.config", "SweepConfig"),
     run=Later(f"{__name__}.run", "run_sweep"),
     summary=Later(f"{__name__}.report", "format_summary"),
     arguments=Later(f"{__name__}.config_file", "add_config_file"),
@@ -15,6 +15,7 @@ EXPERIMENTS = (Experiment(
     failed=lambda r: bool(r.failed)),)
 
 #: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"SweepCell": "result", "SweepConfig": "run", "SweepResult": "result", "run_sweep": "run"}
+EXPORTS = {"SweepCell": "result", "SweepConfig": "config", "SweepResult": "result",
+           "run_sweep": "run"}
 __all__ = ["EXPERIMENTS", *EXPORTS]
 __getattr__ = lazy_exports(__name__, EXPORTS)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...records import declared, read_text
 from ..kit.parser import CLIError
-from .run import SweepConfig
+from .config import SweepConfig
 
 
 def add_config_file(p: argparse.ArgumentParser) -> None:

@@ -28,8 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -39,100 +37,16 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ...records import BayesgeomError, finished_with, json_safe, option, same_option, seed_option
-from ...windtunnel import TASKS, TokenTask
-from ...windtunnel.architectures import ARCHS
+from ...records import BayesgeomError, finished_with, json_safe
 from ...windtunnel.training import TrainConfig
-from ...windtunnel.transformer import TRANSFORMER_PRESETS
-from ..kit.errors import ExperimentError
 from ..kit.out_dirs import claim
-from ..kit.run_options import RunOptions
 from ..kit.writer import write_run
-from .evals import cached, check_overrides, metric_names
+from .config import BACKENDS, SweepConfig, json_lists, json_object  # noqa: F401 (re-exported)
+from .evals import cached
 from .result import SweepCell, SweepResult
 from .workers import METRICS, local_runs, sigterm_stops, submitit_runs
 
-BACKENDS = ("local", "submitit")
 #: the metrics aggregated per cell (TrainResult's report, plus size and time)
-
-
-def json_object(text: str, value: type = dict, example: str = '{"hmm": {"K": 20}}',
-                ) -> dict[str, Any]:
-    """A JSON object of ``value`` entries from the command line (``--task-params``)."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg}): {text!r}") from None
-    if not isinstance(obj, dict) or not all(isinstance(v, value) for v in obj.values()):
-        raise argparse.ArgumentTypeError(f"expected an object of {value.__name__}s such as "
-                                         f"{example}, got {text!r}")
-    return obj
-
-
-def json_lists(text: str) -> dict[str, Any]:
-    """A JSON object of lists from the command line (``--eval-params``)."""
-    return json_object(text, list, '{"hmm": [{"K": 30}, {"K": 50}]}')
-
-
-
-@dataclass
-class SweepConfig(RunOptions, experiment="sweep"):
-    """The grid and the training settings every cell shares."""
-
-    tasks: tuple[str, ...] = option(("bijection",), "token tasks (bijection, hmm, ...)",
-                                    unique=True)
-    archs: tuple[str, ...] = option(("transformer",), "architectures (transformer, "
-                                    "mlp-position, mlp-flat, ...)", unique=True)
-    presets: tuple[str, ...] = option(("small",), "model sizes", unique=True)
-    seeds: tuple[int, ...] = seed_option((0, 1, 2), "seeds (one run each)", unique=True)
-    steps: int = same_option(TrainConfig, "steps", 2000)
-    max_minutes: float | None = same_option(TrainConfig, "max_minutes")
-    batch_size: int = same_option(TrainConfig, "batch_size")
-    lr: float = same_option(TrainConfig, "lr")
-    eval_every: int = same_option(TrainConfig, "eval_every")
-    eval_size: int = same_option(TrainConfig, "eval_size")
-    device: str | None = same_option(TrainConfig, "device")
-    task_params: dict[str, dict[str, Any]] = option(
-        None, "per task, its parameters as JSON, e.g. '{\"hmm\": {\"K\": 20}}'",
-        factory=dict, parse=json_object, metavar="JSON")
-    eval_params: dict[str, list[dict[str, Any]]] = option(
-        None, "per task, extra held-out evaluations of each trained cell at changed task "
-        "parameters, as JSON, e.g. '{\"hmm\": [{\"K\": 30}, {\"K\": 50}]}'",
-        factory=dict, parse=json_lists, metavar="JSON")
-    backend: str = option("local", "where cells run: a local process pool, or submitit "
-                          "(Slurm job arrays; local subprocesses without Slurm)",
-                          choices=BACKENDS, identity=False)
-    workers: int = option(1, "cells run at once (local backend; submitit: array parallelism)",
-                          min=1, identity=False)
-
-    def check(self) -> None:
-        super().check()
-        for name, values, known in (("tasks", self.tasks, TASKS), ("archs", self.archs, ARCHS),
-                                    ("presets", self.presets, TRANSFORMER_PRESETS)):
-            if not values:
-                raise ExperimentError(f"give at least one of {name}")
-            bad = [v for v in values if v not in known]
-            if bad:
-                raise ExperimentError(f"unknown {name} {', '.join(bad)}; available: "
-                                 f"{', '.join(sorted(known))}")
-        text = [t for t in self.tasks if not issubclass(TASKS[t].cls, TokenTask)]
-        if text:
-            raise ExperimentError(f"{', '.join(text)} is a text task; a sweep trains token tasks")
-        if not self.seeds:
-            raise ExperimentError("give at least one seed")
-        for name in ("task_params", "eval_params"):
-            extra = sorted(set(getattr(self, name)) - set(self.tasks))
-            if extra:
-                raise ExperimentError(f"{name} for {', '.join(extra)}, which is not in tasks")
-        for task, overrides in self.eval_params.items():
-            bad = check_overrides(task, self.task_params.get(task, {}), overrides)
-            if bad:
-                raise ExperimentError(bad[0])
-
-    def extra_metrics(self) -> list[str]:
-        """The columns the extra evaluations add (``entropy_mae_bits@K=50`` ...)."""
-        return list(dict.fromkeys(n for t in self.tasks
-                                  for n in metric_names(self.eval_params.get(t, []))))
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,7 @@ position or k alone tells).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -56,49 +55,15 @@ from ...probes.posterior_consistency import (
     undefined_reason,
     uniform_attention_tv,
 )
-from ...records import option, seed_option
-from ...windtunnel import PosteriorPrompts, TaskConfigError, is_windtunnel_dir
+from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model, twin_seed
-from ..kit.options import layers_option
 from ..kit.out_dirs import claim
-from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded, TwinSeeded, changed_options
 from ..kit.writer import write_run
 from ..prompts.sula import model_posterior_prompts
+from .config import SULA_ONLY, ConsistencyConfig  # noqa: F401 (re-exported)
 from .result import AttentionConsistency, ConsistencyResult, HeadTracking, OutputScore
-
-
-@dataclass
-class ConsistencyConfig(ModelOptions, Batched, Seeded, TwinSeeded, RunOptions,
-                        experiment="verify", batch_size=32):
-    """One verification (``model``: a Hub name, local directory or wind-tunnel run)."""
-
-    task: str | None = option(None, "the task (default: a wind tunnel's own, sula for text)")
-    n_prompts: int = option(256, "wind-tunnel prompts (cut at prediction positions)", min=4)
-    n_per_k: int = option(20, "SULA prompts per k", min=2)
-    labels: tuple[str, str] | None = option(None, "SULA label pair, e.g. lug,mip (default: "
-                                            "picked)")
-    layers: tuple[int, ...] | None = layers_option("layers whose heads are read")
-    n_null: int = option(200, "within-group permutations per head's null", min=10)
-    alpha: float = option(0.05, "Holm-adjusted level for 'carries the posterior'", above=0,
-                          max=1)
-    min_r: float = option(0.3, "smallest |r| for 'carries the posterior'", min=0, max=1)
-    sula_seed: int = seed_option(42, "seed of SULA's draws")
-
-    def check(self) -> None:
-        """The shared checks, and no SULA option given for a wind tunnel (it reads its own
-        task's sequences, so ``labels``, ``n_per_k`` and ``sula_seed`` would be ignored)."""
-        super().check()
-        sula_only = changed_options(self, SULA_ONLY)
-        if sula_only and self.model is not None and is_windtunnel_dir(Path(self.model)):
-            raise self.error(f"{', '.join('--' + o.replace('_', '-') for o in sula_only)} "
-                             f"appl{'ies' if len(sula_only) == 1 else 'y'} to text models (SULA "
-                             f"prompts); {self.model} is a wind tunnel, read on its own task")
-
-
-#: the options only SULA prompts (a text model's) read
-SULA_ONLY = ("labels", "n_per_k", "sula_seed")
 
 
 def prompts_for(m: interp.InterpModel, cfg: ConsistencyConfig) -> PosteriorPrompts:

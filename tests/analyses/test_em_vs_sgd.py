@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from bayesgeom.analyses.dynamics import em_vs_sgd as mod
+from bayesgeom.analyses.dynamics import em_vs_sgd_config
 from bayesgeom.analyses.dynamics.em_vs_sgd import EmVsSgdConfig, run_em_vs_sgd
 from bayesgeom.analyses.dynamics.em_vs_sgd_deep import train_deep
 from bayesgeom.analyses.dynamics.em_vs_sgd_protocols import (
@@ -183,7 +184,7 @@ def test_the_verdict_names_what_survives_tuning():
 
 
 def test_tiny_run_writes_reuses_and_repeats(tmp_path, monkeypatch):
-    monkeypatch.setattr(mod, "QUICK_STEPS", 2)  # the quick preset, two steps
+    monkeypatch.setattr(em_vs_sgd_config, "QUICK_STEPS", 2)  # the quick preset, two steps
     cfg = EmVsSgdConfig(out=tmp_path / "run", quick=True, progress=False)
     r = run_em_vs_sgd(cfg)
     out = cfg.out
@@ -236,7 +237,7 @@ def test_deep_cells_join_the_summary_and_report(tmp_path, monkeypatch):
     short = mod.train_deep
     monkeypatch.setattr(mod, "train_deep",  # a 40-state sequence keeps the test fast
                         lambda seed, steps, bar=None: short(seed, steps, bar, length=40))
-    monkeypatch.setattr(mod, "QUICK_STEPS", 1)
+    monkeypatch.setattr(em_vs_sgd_config, "QUICK_STEPS", 1)
     cfg = EmVsSgdConfig(out=tmp_path / "deep", quick=True, deep=True, deep_steps=2,
                         deep_seeds=1, progress=False)
     assert cfg.deep_seed_list() == [42]

@@ -1,0 +1,102 @@
+"""The options of ``bayesgeom sweep``: :class:`SweepConfig`, each declared once, and its
+``check()``, which the command line runs before the run module is imported: this module imports
+no torch, transformers, pandas, scipy or plotly, so a bad option or ``--out`` is refused at
+once, with nothing loaded (``tests/analyses/test_validate_first.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ...records import option, same_option, seed_option
+from ...windtunnel.names import ARCH_NAMES, PRESET_NAMES, TEXT_TASK_NAMES, TOKEN_TASK_NAMES
+from ...windtunnel.train_config import TrainConfig
+from ..kit.errors import ExperimentError
+from ..kit.run_options import RunOptions
+
+BACKENDS = ("local", "submitit")
+
+
+def json_object(text: str, value: type = dict, example: str = '{"hmm": {"K": 20}}',
+                ) -> dict[str, Any]:
+    """A JSON object of ``value`` entries from the command line (``--task-params``)."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg}): {text!r}") from None
+    if not isinstance(obj, dict) or not all(isinstance(v, value) for v in obj.values()):
+        raise argparse.ArgumentTypeError(f"expected an object of {value.__name__}s such as "
+                                         f"{example}, got {text!r}")
+    return obj
+
+
+def json_lists(text: str) -> dict[str, Any]:
+    """A JSON object of lists from the command line (``--eval-params``)."""
+    return json_object(text, list, '{"hmm": [{"K": 30}, {"K": 50}]}')
+
+
+@dataclass
+class SweepConfig(RunOptions, experiment="sweep"):
+    """The grid and the training settings every cell shares."""
+
+    tasks: tuple[str, ...] = option(("bijection",), "token tasks (bijection, hmm, ...)",
+                                    unique=True)
+    archs: tuple[str, ...] = option(("transformer",), "architectures (transformer, "
+                                    "mlp-position, mlp-flat, ...)", unique=True)
+    presets: tuple[str, ...] = option(("small",), "model sizes", unique=True)
+    seeds: tuple[int, ...] = seed_option((0, 1, 2), "seeds (one run each)", unique=True)
+    steps: int = same_option(TrainConfig, "steps", 2000)
+    max_minutes: float | None = same_option(TrainConfig, "max_minutes")
+    batch_size: int = same_option(TrainConfig, "batch_size")
+    lr: float = same_option(TrainConfig, "lr")
+    eval_every: int = same_option(TrainConfig, "eval_every")
+    eval_size: int = same_option(TrainConfig, "eval_size")
+    device: str | None = same_option(TrainConfig, "device")
+    task_params: dict[str, dict[str, Any]] = option(
+        None, "per task, its parameters as JSON, e.g. '{\"hmm\": {\"K\": 20}}'",
+        factory=dict, parse=json_object, metavar="JSON")
+    eval_params: dict[str, list[dict[str, Any]]] = option(
+        None, "per task, extra held-out evaluations of each trained cell at changed task "
+        "parameters, as JSON, e.g. '{\"hmm\": [{\"K\": 30}, {\"K\": 50}]}'",
+        factory=dict, parse=json_lists, metavar="JSON")
+    backend: str = option("local", "where cells run: a local process pool, or submitit "
+                          "(Slurm job arrays; local subprocesses without Slurm)",
+                          choices=BACKENDS, identity=False)
+    workers: int = option(1, "cells run at once (local backend; submitit: array parallelism)",
+                          min=1, identity=False)
+
+    def check(self) -> None:
+        super().check()
+        for name, values, known in (("tasks", self.tasks, (*TOKEN_TASK_NAMES, *TEXT_TASK_NAMES)),
+                                    ("archs", self.archs, ARCH_NAMES),
+                                    ("presets", self.presets, PRESET_NAMES)):
+            if not values:
+                raise ExperimentError(f"give at least one of {name}")
+            bad = [v for v in values if v not in known]
+            if bad:
+                raise ExperimentError(f"unknown {name} {', '.join(bad)}; available: "
+                                 f"{', '.join(sorted(known))}")
+        text = [t for t in self.tasks if t in TEXT_TASK_NAMES]
+        if text:
+            raise ExperimentError(f"{', '.join(text)} is a text task; a sweep trains token tasks")
+        if not self.seeds:
+            raise ExperimentError("give at least one seed")
+        for name in ("task_params", "eval_params"):
+            extra = sorted(set(getattr(self, name)) - set(self.tasks))
+            if extra:
+                raise ExperimentError(f"{name} for {', '.join(extra)}, which is not in tasks")
+        if self.eval_params:  # each override builds its task (torch): after the light checks
+            from .evals import check_overrides
+        for task, overrides in self.eval_params.items():
+            bad = check_overrides(task, self.task_params.get(task, {}), overrides)
+            if bad:
+                raise ExperimentError(bad[0])
+
+    def extra_metrics(self) -> list[str]:
+        """The columns the extra evaluations add (``entropy_mae_bits@K=50`` ...)."""
+        from .evals import metric_names
+
+        return list(dict.fromkeys(n for t in self.tasks
+                                  for n in metric_names(self.eval_params.get(t, []))))

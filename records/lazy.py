@@ -1,0 +1,83 @@
+"""Packages whose public names are imported on first use (PEP 562), so that importing one of
+their light submodules (a config, a list of names) does not import torch.
+
+A package lists its public names as ordinary relative imports inside ``if TYPE_CHECKING:``
+(type checkers and the API reference read them there) and sets
+``__getattr__ = lazy_exports(__name__)``; :func:`exports` reads those imports from the package's
+source, so each name is declared once. ``from package import name`` and ``package.name`` then
+import ``name``'s submodule when first asked for; ``whole=True`` imports every listed
+submodule at the first such request (a package whose submodules register themselves, like the
+wind tunnels' task registry).
+
+Example:
+    >>> from bayesgeom import interp
+    >>> exports(interp.__name__)["load"], exports(interp.__name__)["capture"]
+    (('.loading', 'load'), ('.capture', 'capture'))
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def exports(package: str) -> dict[str, tuple[str, str]]:
+    """Name -> (relative module such as ``".sites"`` or ``"..infotheory"``, its name there) of
+    every name that the ``if TYPE_CHECKING:`` blocks of ``package``'s ``__init__`` import."""
+    source = Path(sys.modules[package].__file__ or "").read_text(encoding="utf-8")
+    names: dict[str, tuple[str, str]] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING",
+                                                                     "typing.TYPE_CHECKING"):
+            for imp in node.body:
+                if isinstance(imp, ast.ImportFrom) and imp.level:
+                    for alias in imp.names:
+                        where = "." * imp.level + (imp.module or "")
+                        names[alias.asname or alias.name] = (where, alias.name)
+    return names
+
+
+class LazyPackage(types.ModuleType):
+    """A package module whose exported names win over its submodules of the same name: the
+    import system binds ``package.capture`` to the submodule when it is first imported, which
+    would hide the exported ``capture`` function that the eager ``__init__`` used to bind."""
+
+    __lazy_names__: dict[str, tuple[str, str]]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (isinstance(value, types.ModuleType) and name in self.__dict__.get("__lazy_names__", {})
+                and value.__name__ == f"{self.__name__}.{name}"):
+            return  # a submodule named like an export: the export is what ``package.name`` is
+        super().__setattr__(name, value)
+
+
+def lazy_exports(package: str, whole: bool = False) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package`` (its ``__name__``) importing each of its
+    :func:`exports` on first use (``whole``: all of them at the first use)."""
+    module = sys.modules[package]  # the package being initialised
+    names = exports(package)
+    module.__class__ = LazyPackage
+    module.__lazy_names__ = names
+
+    def load(name: str) -> Any:
+        where, original = names[name]
+        value = getattr(importlib.import_module(where, package), original)
+        setattr(module, name, value)
+        return value
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        if whole:
+            for other in names:
+                if other not in vars(module):
+                    load(other)
+            return vars(module)[name]
+        return load(name)
+
+    return __getattr__
