@@ -94,7 +94,8 @@ def write_report(out: Path, r: DemoResult, runs: dict[str, TrainResult],
     fig_h, fig_l = windtunnel_figures(runs)
     cmp_table = pd.read_parquet(out / "compare" / "table.parquet")
     per_k = pd.read_parquet(out / "sula" / "per_k.parquet")
-    sections: list[tuple[str, object]] = [
+    sections: list[tuple[str, object]] = [("Quick run", QUICK_BANNER)] if r.quick else []
+    sections += [
         ("1. Wind tunnels: bijection elimination (the transformer against MLPs) and HMM "
          "filtering (the geometry and steering tunnel)", _train_table(r)),
         ("Entropy calibration per position (held-out, bijection)", fig_h),
@@ -119,12 +120,19 @@ def write_report(out: Path, r: DemoResult, runs: dict[str, TrainResult],
     return html_report(out / "report.html", "bayesgeom demo", sections, manifest)
 
 
+#: what a ``--quick`` demo says first, in the terminal and the report
+QUICK_BANNER = ("QUICK RUN: every step is shrunk to a few minutes (CI's smoke test). The models "
+                "are barely trained and the samples tiny, so no number below is a result: "
+                "speed-ups, fits and p-values here say nothing about the models. Run "
+                "`bayesgeom demo` without --quick for the real thing.")
+
+
 def format_summary(r: DemoResult) -> str:
     """The terminal summary (the compare table is read from the compare step's folder, which
-    the result names)."""
+    the result names), opening with :data:`QUICK_BANNER` for a quick run."""
     with pd.option_context("display.float_format", lambda x: f"{x:.4g}", "display.width", 120):
         wt = _train_table(r).to_string(index=False)
-    return "\n\n".join([
+    return "\n\n".join([*([QUICK_BANNER] if r.quick else []),
         "== wind tunnels (entropy MAE vs the exact posterior, bits)\n" + wt,
         "== small vs large (final layer)\n"
         + compare_report.format_summary(r.compare),

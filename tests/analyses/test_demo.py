@@ -41,6 +41,8 @@ def test_demo_writes_every_step_and_one_offline_report(demo_run, capsys):
     summary = run_demo(cfg)
     capsys.readouterr()
     text = format_summary(summary)
+    assert text.startswith("QUICK RUN:")  # a quick demo says first that it is no result
+    assert "QUICK RUN:" in (cfg.out / "report.html").read_text(encoding="utf-8")
     assert all(f"== {s}" in text for s in ("wind tunnels", "small vs large", "SULA",
                                             "steering the LLM",
                                             "steering the HMM wind tunnel"))
