@@ -32,3 +32,9 @@ def lay_out() -> None:
 def on_config(config: object, **_: object) -> object:
     lay_out()
     return config
+
+
+if __name__ == "__main__":
+    # `make docs` lays the tree out before mkdocs starts: mkdocstrings reads its search paths
+    # when it is configured, which is before this hook runs on a fresh clone
+    lay_out()
