@@ -46,7 +46,7 @@ from ..prompts.corpora import CorpusPaths
 from ..prompts.pool import MIXED, PoolConfig, build_pool
 from ..steer import run as steering
 from ..sula import run as sula
-from .config import FULL, QUICK, DemoConfig, DemoSizes  # noqa: F401 (re-exported)
+from .config import FULL, QUICK, STANDARD, DemoConfig, DemoSizes  # noqa: F401 (re-exported)
 from .result import DemoResult, TrainRow
 
 #: domain sets tried, in order, for the domain-restricted geometry (the first one installed)

@@ -111,3 +111,15 @@ def test_domain_preference_falls_back(monkeypatch):
 
     monkeypatch.setattr(corpora, "package_dir", lambda module: None)
     assert demo.domain_set(CorpusPaths(r_libraries=()), 0) == "code"  # the stdlib sources
+
+
+def test_demo_sizes_default_to_the_ten_minute_run_with_the_long_one_named():
+    from bayesgeom.analyses.demo.config import FULL, QUICK, STANDARD
+    from bayesgeom.analyses.kit.errors import ExperimentError
+
+    assert DemoConfig().sizes() == STANDARD
+    assert DemoConfig(paper=True).sizes() == FULL
+    assert DemoConfig(quick=True).sizes() == QUICK
+    assert STANDARD.transformer_steps < FULL.transformer_steps
+    with pytest.raises(ExperimentError, match="exclude each other"):
+        DemoConfig(quick=True, paper=True).check()
