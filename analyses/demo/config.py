@@ -35,7 +35,7 @@ class DemoSizes:
 
 #: the default: what a newcomer should see first, in about 10 minutes from a fresh clone on 2
 #: cores (the three user stories end to end, each with its controls)
-STANDARD = DemoSizes(1000, 1000, 10, 500, 300, 100, 30, 10, (1.0,), (1.0,), None, 250)
+STANDARD = DemoSizes(2000, 1500, 10, 500, 300, 100, 30, 10, (1.0,), (1.0,), None, 250)
 #: ``--paper``: the long run (3,000 steps per tunnel, the full bootstraps)
 FULL = DemoSizes(3000, 3000, 15, 1000, 1000, 200, 50, 20, (1.0,), (1.0,), None, 250)
 #: ``--quick``: CI's few-minute smoke test (no number in it is a result)
