@@ -1,5 +1,5 @@
 """Control directions for a directional edit, matched in the energy the edit moves where it is
-applied, and how many independent controls they amount to.
+applied.
 
 A steering edit along a unit direction u acts on every position it is applied to. What it
 removes or adds there depends on the *uncentred* second moment of those activations,
@@ -35,18 +35,14 @@ eigen-subspace, carrying :attr:`ControlDraw.energy_ratio` < 1 of the axis' energ
 that k₀ independent controls can carry (``bottom_subspace`` likewise for an axis among the
 lowest-energy directions).
 
-:func:`effective_number`: the participation ratio (Σ eigenvalues)² / Σ eigenvalues² of the
-controls' Gram matrix of unit rows -- the effective number of controls, n for orthogonal ones
-and 1 for controls that are one direction -- and, beside it, of their energy-weighted Gram
-C_ij = r_iᵀMr_j / √(r_iᵀMr_i · r_jᵀMr_j) (how much the coefficients x·r_i and x·r_j that two
-controls remove co-vary over the edited positions).
+:mod:`probes.effective_number` says how many independent controls a set amounts to.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -76,6 +72,9 @@ class EnergyMoments:
     second: np.ndarray
     first: np.ndarray
     count: int = 0
+    #: the eigenpairs of :attr:`matrix`, computed once per state (every edit's energy reads them)
+    _eig: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False,
+                                                       compare=False)
 
     @classmethod
     def empty(cls, d: int) -> EnergyMoments:
@@ -96,6 +95,7 @@ class EnergyMoments:
         self.second += x.T @ x
         self.first += x.sum(0)
         self.count += x.shape[0]
+        self._eig = None
 
     @property
     def matrix(self) -> np.ndarray:
@@ -122,7 +122,9 @@ class EnergyMoments:
         (rows [n, d] -> rows [n, d]: a cut, keep-only or shift along a direction): with
         Δ(x) = Ax + b, mean ‖Δ‖² = Σ_k λ_k ‖A e_k‖² + 2 bᵀA·mean x + ‖b‖², (λ_k, e_k) the
         eigenpairs of M. A fraction ≥ 0 of mean ‖x‖²: how much the edit removed or added."""
-        lam, vecs = np.linalg.eigh(self.matrix)
+        if self._eig is None:
+            self._eig = np.linalg.eigh(self.matrix)
+        lam, vecs = self._eig
         d = self.first.size
         probe = np.vstack([np.zeros((1, d)), vecs.T])
         delta = np.asarray(edit(probe), dtype=np.float64) - probe
@@ -222,53 +224,6 @@ def energy_matched_controls(axis: np.ndarray, moments: EnergyMoments, n: int,
     r = r / np.linalg.norm(r, axis=1, keepdims=True)
     ratios = np.array([float(x @ mat @ x) for x in r]) / target
     return ControlDraw(r, target, (float(ratios.min()), float(ratios.max())), method, k, reason)
-
-
-@dataclass(frozen=True)
-class EffectiveNumber:
-    """How many independent controls a set amounts to: ``euclidean`` (participation ratio of
-    the unit rows' Gram matrix; :attr:`value`), ``energy`` (of the energy-weighted Gram,
-    module doc: how much the coefficients the controls remove co-vary over positions, which a
-    shared offset raises even for orthogonal controls; reported beside, not used for
-    verdicts); ``n`` controls; ``mean_abs_cos`` over pairs."""
-
-    n: int
-    euclidean: float
-    energy: float
-    mean_abs_cos: float
-
-    @property
-    def value(self) -> float:
-        """The effective number: the Euclidean participation ratio (how many directions the
-        controls amount to)."""
-        return float(self.euclidean)
-
-
-def effective_number(directions: np.ndarray, moments: EnergyMoments | None = None,
-                     ) -> EffectiveNumber:
-    """The effective number of the controls ``directions`` [n, d] (module doc).
-
-    Example:
-        >>> effective_number(np.eye(4)).value, effective_number(np.ones((5, 3))).value
-        (4.0, 1.0)
-    """
-    r = np.asarray(directions, dtype=np.float64)
-    r = r / np.linalg.norm(r, axis=1, keepdims=True)
-    n = r.shape[0]
-    gram = r @ r.T
-    cos = float(np.abs(gram)[np.triu_indices(n, 1)].mean()) if n > 1 else float("nan")
-    euclid = _participation(gram)
-    energy = euclid
-    if moments is not None:
-        c = r @ moments.matrix @ r.T
-        s = np.sqrt(np.clip(np.diag(c), 1e-300, None))
-        energy = _participation(c / np.outer(s, s))
-    return EffectiveNumber(n, euclid, energy, cos)
-
-
-def _participation(gram: np.ndarray) -> float:
-    """(tr G)² / ‖G‖²_F = (Σλ)² / Σλ² for a symmetric PSD G."""
-    return float(np.trace(gram) ** 2 / (gram ** 2).sum())
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

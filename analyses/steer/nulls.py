@@ -29,7 +29,7 @@ Nulls (``n`` control directions per layer, unit, orthogonal to u; layer ℓ seed
   a PC1 axis), mapped to raw space like u and orthogonalised against it.
 
 Every null's controls are described by :class:`ControlSet` (their energy ratio to the axis over
-the edited positions, method, effective number :func:`probes.energy_controls.effective_number`).
+the edited positions, method, effective number :func:`probes.effective_number.effective_number`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ from ... import interp
 from ...infotheory import pearson
 from ...interp.interventions import DirectionEdit
 from ...probes import EntropyAxis, fit_pca
-from ...probes.energy_controls import EnergyMoments, effective_number, energy_matched_controls
+from ...probes.effective_number import effective_number
+from ...probes.energy_controls import EnergyMoments, energy_matched_controls
 from .config import EDIT_SPACES, NULLS
 from .result import ControlSet
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...infotheory import Calibration
 from ...interp.model import ModelInfo
-from ...probes.energy_controls import EffectiveNumber
+from ...probes.effective_number import EffectiveNumber
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class ControlSet:
     along a control removes what the axis' removes); ``method`` that drew them ("matched",
     the fallbacks "top_subspace"/"bottom_subspace" with their ``reason``, or the null's name);
     ``mean_abs_cos`` between controls; the effective number of independent controls
-    (:func:`probes.energy_controls.effective_number`: ``n_effective`` = the participation ratio
+    (:func:`probes.effective_number.effective_number`: ``n_effective`` = the participation ratio
     of their Gram matrix, ``n_effective_energy`` that of the energy-weighted one, beside))."""
 
     energy_ratio_min: float

@@ -14,7 +14,7 @@ Per condition × effect × metric (``effects.parquet``):
 * ``z`` = (axis − null mean) / null std and its **parametric** two-sided ``p_z``: the axis
   effect read as one more draw from a normal null, (axis − mean) / (std·√(1 + 1/n)) against a
   Student t with n_eff − 1 degrees of freedom, n_eff the controls' effective number
-  (:func:`probes.energy_controls.effective_number`; correlated controls estimate the spread
+  (:func:`probes.effective_number.effective_number`; correlated controls estimate the spread
   from fewer independent draws than their count); with ``p_z_holm_primary``;
 * ``survives``: p_holm_primary ≤ :data:`ALPHA`; ``survives_parametric``: p_z_holm_primary ≤ α;
   both withheld (False) when the controls amount to fewer than

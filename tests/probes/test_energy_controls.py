@@ -1,11 +1,8 @@
 import numpy as np
 import pytest
 
-from bayesgeom.probes.energy_controls import (
-    EnergyMoments,
-    effective_number,
-    energy_matched_controls,
-)
+from bayesgeom.probes.effective_number import effective_number
+from bayesgeom.probes.energy_controls import EnergyMoments, energy_matched_controls
 
 
 def _acts(seed: int = 0, n: int = 2000, d: int = 64, offset: float = 0.7) -> np.ndarray:
