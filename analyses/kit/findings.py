@@ -1,0 +1,123 @@
+"""What a run found, one claim a row: the verdict table every report and summary opens with.
+
+A :class:`Finding` names a claim (with the definition it follows), its number, the control it
+is held against (with the control's number), whether it survives that control, and the
+evidence (an adjusted p, a gap over the twin). A number that is undefined carries its reason,
+so a reader never meets a bare NaN.
+
+Example:
+    >>> f = Finding("keys orthogonal (Paper I: 1 − mean |cos|)", 0.912,
+    ...             control="random-init twin 0.430", survives=True,
+    ...             evidence="gap +0.482 over the twin")
+    >>> f.value_text(), f.verdict_text()
+    ('0.912', 'survives')
+    >>> g = Finding("calibration MAE", float("nan"), control="exact posterior", unit="bits",
+    ...             undefined="no held-out sequences")
+    >>> g.value_text(), g.verdict_text()
+    ('undefined: no held-out sequences', 'no verdict')
+    >>> print(findings_text([f]).splitlines()[0])
+    What was found
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Any
+
+#: how a verdict reads, by ``Finding.survives``
+VERDICTS = {True: "survives", False: "does not survive", None: "no verdict"}
+
+
+def sig(x: Any, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant figures; whole thousands and above with separators
+    (``12,345``); ``"undefined"`` for a missing or non-finite value.
+
+    Example:
+        >>> sig(0.0123456), sig(2.0), sig(12345.6), sig(float("nan")), sig(-1.5e-7)
+        ('0.0123', '2', '12,346', 'undefined', '-1.5e-07')
+    """
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "undefined"
+    if not math.isfinite(v):
+        return "undefined"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One row of a verdict table.
+
+    Attributes:
+        claim: what is claimed, naming the definition it follows (Paper I vs Paper III,
+            per-sample vs curve).
+        value: the measured number (``None``/NaN when undefined: then ``undefined`` says why).
+        control: the control it is held against, with the control's number.
+        survives: ``True`` if the claim survives the control, ``False`` if not, ``None`` when
+            no verdict is possible (say why in ``evidence``).
+        evidence: the adjusted p, the gap over the twin, or why there is no verdict.
+        unit: the value's unit ("bits", "s", ""), printed after it.
+        undefined: why ``value`` is undefined; required when it is.
+    """
+
+    claim: str
+    value: float | None
+    control: str = ""
+    survives: bool | None = None
+    evidence: str = ""
+    unit: str = ""
+    undefined: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.defined and not self.undefined:
+            raise ValueError(f"finding {self.claim!r}: an undefined value needs its reason")
+
+    @property
+    def defined(self) -> bool:
+        try:
+            return self.value is not None and math.isfinite(float(self.value))
+        except (TypeError, ValueError):
+            return False
+
+    def value_text(self) -> str:
+        if not self.defined:
+            return f"undefined: {self.undefined}"
+        return sig(self.value) + (f" {self.unit}" if self.unit else "")
+
+    def verdict_text(self) -> str:
+        return VERDICTS[self.survives]
+
+
+def findings_html(findings: list[Finding]) -> str:
+    """The verdict table as an HTML fragment (heading included)."""
+    head = "".join(f"<th>{h}</th>" for h in ("Claim", "Value", "Control", "Verdict",
+                                              "Evidence"))
+    rows = []
+    for f in findings:
+        cls = {True: "yes", False: "no", None: "none"}[f.survives]
+        cells = [f.claim, f.value_text(), f.control or "—", f.verdict_text(),
+                 f.evidence or "—"]
+        rows.append("<tr>" + "".join(
+            f"<td class='verdict-{cls}'>{html.escape(c)}</td>" if i == 3
+            else f"<td>{html.escape(c)}</td>" for i, c in enumerate(cells)) + "</tr>")
+    if not rows:
+        rows.append("<tr><td colspan='5'>This run tests no claim.</td></tr>")
+    return ("<h2 id='what-was-found'>What was found</h2><table class='findings'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def findings_text(findings: list[Finding]) -> str:
+    """The verdict table for a terminal: one claim a line."""
+    lines = ["What was found"]
+    for f in findings:
+        ctl = f"; control: {f.control}" if f.control else ""
+        ev = f" ({f.evidence})" if f.evidence else ""
+        lines.append(f"  [{f.verdict_text()}] {f.claim}: {f.value_text()}{ctl}{ev}")
+    if not findings:
+        lines.append("  this run tests no claim")
+    return "\n".join(lines)
