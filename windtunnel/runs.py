@@ -26,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +59,7 @@ from .checkpoint import (
     save_model_files,
 )
 from .metrics import CalibrationReport
+from .run_identity import EXPERIMENT, MODEL_RECORD, RUN_RECORD, is_windtunnel_dir, record_kind
 from .task import TaskConfigError, TokenTask, token_task_from_config
 from .train_config import TrainConfig
 
@@ -67,10 +67,6 @@ __all__ = ["EXPERIMENT", "LOG", "MODEL_RECORD", "RUN_RECORD", "LoadedRun", "NotA
            "RunDirError", "RunRecord", "Snapshot", "find_run", "is_windtunnel_dir", "load_run",
            "log_frame", "read_finished", "read_run", "save_final_model", "write_finished"]
 
-#: the experiment name a training run's ``run.json`` carries
-EXPERIMENT = "windtunnel train"
-RUN_RECORD = "run.json"
-MODEL_RECORD = "windtunnel.json"
 #: the training log of a finished run
 LOG = "metrics.parquet"
 #: the files of a finished run whose content is reused (checksummed in ``checksums.json``)
@@ -112,44 +108,6 @@ def read_finished(out: Path) -> tuple[dict[str, Any], pd.DataFrame]:
     return summary, log
 
 
-def _record(path: Path) -> tuple[str | None, dict[str, Any] | None]:
-    """(kind, record) of ``path/run.json``: kind ``"run"`` for a wind-tunnel training record
-    (experiment :data:`EXPERIMENT`, or an older record with config and task), ``"other"`` for
-    another experiment's, ``"damaged"`` for one that is not a JSON object, None for none."""
-    p = path / RUN_RECORD
-    if not p.is_file():
-        return None, None
-    try:
-        rec = json.loads(p.read_bytes())
-    except (OSError, ValueError):
-        return "damaged", None
-    if not isinstance(rec, dict):
-        return "damaged", None
-    if rec.get("experiment") == EXPERIMENT:
-        return "run", rec
-    legacy = "experiment" not in rec and "config" in rec and "task" in rec
-    return ("run" if legacy else "other"), rec
-
-
-def is_windtunnel_dir(path: Path) -> bool:
-    """True for a wind-tunnel run directory (a ``run.json`` of :data:`EXPERIMENT`, or an older
-    one with config and task; an unreadable one too, so that opening it names the damage),
-    a saved wind-tunnel model or a checkpoint inside a run."""
-    if not path.is_dir():
-        return False
-    if (path / MODEL_RECORD).exists() or _record(path)[0] in ("run", "damaged"):
-        return True
-    cfg = path / "config.json"
-    if not cfg.exists():
-        return False
-    try:
-        c = json.loads(cfg.read_bytes())
-    except (OSError, ValueError):
-        return False
-    return isinstance(c, dict) and ("bayesgeom_preset" in c
-                                    or c.get("model_type") == "bayesgeom_mlp")
-
-
 def _task(cfg: Any, where: Path, fix: str) -> TokenTask:
     """The task a record describes; a record that names none it can rebuild is damaged."""
     try:
@@ -176,7 +134,7 @@ def load_run(path: str | Path) -> LoadedRun:
             return LoadedRun(load_model(path, FINISHED_FIX),
                              _task(meta["task"], path / MODEL_RECORD, FINISHED_FIX),
                              str(meta["arch"]), -1, path)
-        kind, other = _record(path)
+        kind, other = record_kind(path)
         if kind == "other":
             raise _other_run(path, other)
         if kind is None:
@@ -185,7 +143,7 @@ def load_run(path: str | Path) -> LoadedRun:
                                    f"{MODEL_RECORD} or model)")
             run_json = path.parent.parent / RUN_RECORD  # <run>/checkpoints/step-N
             task = None
-            if _record(path.parent.parent)[0] == "run":
+            if record_kind(path.parent.parent)[0] == "run":
                 rec = read_json(run_json, expect=dict, keys=("task",), fix=FINISHED_FIX)
                 task = _task(rec["task"], run_json, FINISHED_FIX)
             return LoadedRun(load_model(path, RESTART_FIX), task, "?", -1, path)
@@ -275,7 +233,7 @@ def read_run(path: str | Path) -> RunRecord:
     exist or holds no wind-tunnel run: :class:`NotARunError` (usage); a damaged ``run.json``:
     :class:`CheckpointError` naming it."""
     path = Path(path)
-    kind, other = _record(path)
+    kind, other = record_kind(path)
     if kind is None:
         raise NotARunError(f"{path} does not exist" if not path.exists() else
                            f"{path} is not a wind-tunnel run directory (no {RUN_RECORD})")
@@ -299,7 +257,7 @@ def find_run(path: str | Path, up: int = 2) -> RunRecord | None:
     wind-tunnel run directory; None when none is (a Hugging Face model, a bare model)."""
     p = Path(path)
     for d in (p, *p.parents[:up]):
-        if _record(d)[0] in ("run", "damaged"):
+        if record_kind(d)[0] in ("run", "damaged"):
             return read_run(d)
     return None
 

@@ -46,8 +46,8 @@ SULA_ONLY = ("labels", "n_per_k", "sula_seed")
 
 
 def _is_windtunnel(path: Path) -> bool:
-    """:func:`windtunnel.is_windtunnel_dir` (imported only when a SULA option was given with a
-    model: the run module imports torch)."""
-    from ...windtunnel.runs import is_windtunnel_dir
+    """:func:`windtunnel.is_windtunnel_dir`, read from the records alone (no torch), imported
+    only when a SULA option is given with a model."""
+    from ...windtunnel.run_identity import is_windtunnel_dir
 
     return is_windtunnel_dir(path)

@@ -154,3 +154,19 @@ def test_the_validation_path_imports_nothing_heavy(argv: list[str]) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=root, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "2 []", (done.stdout, done.stderr)
+
+
+def test_a_sula_option_for_a_wind_tunnel_is_refused_without_torch(tmp_path: Path) -> None:
+    """``verify --labels`` with a wind-tunnel run: the run is recognised from its record alone
+    (:mod:`windtunnel.run_identity`), so the refusal imports nothing heavy either."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text('{"experiment": "windtunnel train"}')
+    argv = ["verify", "--model", str(run), "--labels", "lug,mip", "--out", str(tmp_path / "o")]
+    code = ("import sys\nfrom bayesgeom.analyses.cli import main\n"
+            f"status = main({argv!r})\n"
+            f"print(status, sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "2 []", (done.stdout, done.stderr)
+    assert "applies to text models" in done.stderr

@@ -1,0 +1,60 @@
+"""Whether a folder is a wind-tunnel run, read from its records alone: no torch, pandas or
+transformers, so a command can refuse a wrong ``--model`` at once (:mod:`.runs` opens the run;
+this module only names it).
+
+Example:
+    >>> import tempfile, json, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "run.json").write_text(json.dumps({"experiment": EXPERIMENT}))
+    >>> is_windtunnel_dir(d), is_windtunnel_dir(d / "nonexistent")
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+#: the experiment name a training run's ``run.json`` carries
+EXPERIMENT = "windtunnel train"
+RUN_RECORD = "run.json"
+MODEL_RECORD = "windtunnel.json"
+
+
+def record_kind(path: Path) -> tuple[str | None, dict[str, Any] | None]:
+    """(kind, record) of ``path/run.json``: kind ``"run"`` for a wind-tunnel training record
+    (experiment :data:`EXPERIMENT`, or an older record with config and task), ``"other"`` for
+    another experiment's, ``"damaged"`` for one that is not a JSON object, None for none."""
+    p = path / RUN_RECORD
+    if not p.is_file():
+        return None, None
+    try:
+        rec = json.loads(p.read_bytes())
+    except (OSError, ValueError):
+        return "damaged", None
+    if not isinstance(rec, dict):
+        return "damaged", None
+    if rec.get("experiment") == EXPERIMENT:
+        return "run", rec
+    legacy = "experiment" not in rec and "config" in rec and "task" in rec
+    return ("run" if legacy else "other"), rec
+
+
+def is_windtunnel_dir(path: Path) -> bool:
+    """True for a wind-tunnel run directory (a ``run.json`` of :data:`EXPERIMENT`, or an older
+    one with config and task; an unreadable one too, so that opening it names the damage),
+    a saved wind-tunnel model or a checkpoint inside a run."""
+    if not path.is_dir():
+        return False
+    if (path / MODEL_RECORD).exists() or record_kind(path)[0] in ("run", "damaged"):
+        return True
+    cfg = path / "config.json"
+    if not cfg.exists():
+        return False
+    try:
+        c = json.loads(cfg.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(c, dict) and ("bayesgeom_preset" in c
+                                    or c.get("model_type") == "bayesgeom_mlp")
