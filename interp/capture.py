@@ -27,10 +27,10 @@ from typing import Any
 
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from ..infotheory import entropy_bits_from_logits
 from ..records import hold, run_manifest
+from ..records.progress import tqdm
 from .activation_store import ActivationStore, ShardWriter
 from .errors import InterpError, ModelNotLoadedError, NonFiniteActivationError
 from .finite import first_nonfinite

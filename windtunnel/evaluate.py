@@ -10,9 +10,9 @@ import time
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from ..records import FaultError
+from ..records.progress import tqdm
 from .metrics import Accumulator, CalibrationReport, calibration_stats, report_from, slice_log_probs
 from .readout import block_outputs, final_norm_and_head
 from .seeds import Purpose, stream

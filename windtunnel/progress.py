@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tqdm.auto import tqdm
+from ..records.progress import tqdm
 
 
 class TrainingBar:

@@ -23,10 +23,10 @@ from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from ... import interp
 from ...probes.key_frame import FrameScore, score_frame
+from ...records.progress import tqdm
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model, twin_seed

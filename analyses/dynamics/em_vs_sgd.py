@@ -43,9 +43,9 @@ import time
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 
 from ...records import Parts, fingerprint
+from ...records.progress import tqdm
 from ...windtunnel import sticky_chain as sc
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run

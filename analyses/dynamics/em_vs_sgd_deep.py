@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
+from ...records.progress import tqdm
 from ...windtunnel import sticky_chain as sc
 
 DEEP_LR, DEEP_WD, DEEP_CLIP = 3e-4, 0.01, 1.0

@@ -31,7 +31,6 @@ import time
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from ... import interp
 from ...interp.attention_taps import (
@@ -42,6 +41,7 @@ from ...interp.attention_taps import (
     next_token_loss,
 )
 from ...probes import routing_law as rl
+from ...records.progress import tqdm
 from ...windtunnel.seeds import Purpose, stream
 from ...windtunnel.training import task_loss
 from ..kit.errors import ExperimentError

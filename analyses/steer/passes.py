@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from ... import interp
 from ...interp.interventions import Intervention
@@ -29,6 +28,7 @@ from ...interp.layer_resume import LayerInput, forward_from_layer, forward_recor
 from ...interp.norm_freeze import final_norm_module, frozen_final_norm
 from ...interp.sites import HEAD_KINDS
 from ...probes.energy_controls import EnergyMoments
+from ...records.progress import tqdm
 from ...windtunnel import PosteriorPrompts
 
 #: resumed clean logits must match the full pass to this relative error, else full passes run

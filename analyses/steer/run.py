@@ -46,11 +46,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from ... import interp
 from ...probes import AxisProvenance, fit_entropy_axis, prompt_set_hash
 from ...records import Parts, fingerprint
+from ...records.progress import tqdm
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError

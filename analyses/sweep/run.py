@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from ...records import BayesgeomError, finished_with, json_safe
+from ...records.progress import tqdm
 from ...windtunnel.training import TrainConfig
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
