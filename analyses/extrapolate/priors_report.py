@@ -4,6 +4,10 @@ BAM's formula without the model's per-head offset) and the prior over distance i
 a query that sees D + 1 keys (softmax over d = 0..D), one line per head; and a table of BAM's
 parameters (θα, θβ, μ, exp θα, the SSMax factor σ) with each prior's mode and mean distance.
 The numbers come from :func:`windtunnel.prior_readout.read_priors`.
+
+A readout is a description, not a test: :func:`prior_findings` gives its verdict rows -- how
+far back the heads' priors look and how many prefer the nearest keys, each beside the flat
+prior of NoPE -- with no verdict.
 """
 
 from __future__ import annotations
@@ -14,7 +18,39 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ...windtunnel.prior_readout import PriorReadout
+from ..kit.findings import Finding, sig
 from ..kit.html import COLORS, html_report
+
+#: why a readout has no verdict
+NO_TEST = "a readout of the weights, not a test: no criterion"
+
+
+def prior_findings(readout: PriorReadout) -> list[Finding]:
+    """The mean distance the heads' priors expect and how many peak at distance 0, each beside
+    the flat prior (NoPE) over the same distances; no verdict (a readout).
+
+    Example:
+        >>> from bayesgeom.windtunnel import make_task
+        >>> from bayesgeom.windtunnel.architectures import build_model
+        >>> from bayesgeom.windtunnel.prior_readout import read_priors
+        >>> m = build_model(make_task("bijection", V=6), "llama-alibi", "tiny")
+        >>> rows = prior_findings(read_priors(m, max_distance=16))
+        >>> [r.survives for r in rows], rows[0].control
+        ([None, None], 'a flat prior (NoPE) over 0..16: mean 8')
+    """
+    p = readout.params_frame()
+    D = int(readout.distances[-1])
+    local = int((p["prior_mode"] == 0).sum())
+    return [
+        Finding(f"{readout.scheme}: the heads' priors favour nearby keys (mean distance of the "
+                f"implied prior p_h(d) over d = 0..{D}, mean over {len(p)} heads)",
+                float(p["prior_mean"].mean()), unit="tokens",
+                control=f"a flat prior (NoPE) over 0..{D}: mean {sig(D / 2)}",
+                evidence=f"heads range {sig(p['prior_mean'].min())}–"
+                         f"{sig(p['prior_mean'].max())} tokens; {NO_TEST}"),
+        Finding(f"{readout.scheme}: heads whose prior peaks at distance 0 (the nearest key)",
+                local, unit=f"of {len(p)} heads",
+                control="a flat prior (NoPE) has no peak", evidence=NO_TEST)]
 
 
 def prior_figure(readout: PriorReadout) -> go.Figure:
@@ -56,7 +92,8 @@ def prior_figure(readout: PriorReadout) -> go.Figure:
 
 def write_prior_report(readout: PriorReadout, path: Path, title: str = "Positional priors",
                        manifest: dict | None = None) -> Path:
-    """One offline HTML file: the figure and the parameter table; returns ``path``.
+    """One offline HTML file: the verdict rows (:func:`prior_findings`), the figure and the
+    parameter table; returns ``path``.
 
     Example:
         >>> from pathlib import Path
@@ -67,8 +104,11 @@ def write_prior_report(readout: PriorReadout, path: Path, title: str = "Position
         >>> write_prior_report(read_priors(m, 8), Path("priors.html")).stat().st_size > 1000
         True
     """
-    return html_report(path, title, [
-        ("Bias and implied prior per head", prior_figure(readout)),
+    return html_report(path, title, prior_findings(readout), [
+        ("Bias and implied prior per head", prior_figure(readout),
+         "Look for: how fast each head's prior (right) falls with distance -- a steep fall is "
+         "a local head, a flat line attends evenly (NoPE); one colour per head, the same in "
+         "both panels and every layer."),
         ("Parameters (BAM's; ALiBi as θα = log m_h, θβ = 1; NoPE as θβ = 0)",
          readout.params_frame()),
     ], manifest)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 #: the BAM paper's headline (arXiv 2505.22842, ICLR 2026), printed beside our table
@@ -33,3 +34,5 @@ class ExtrapolationResult:
     schemes: list[SchemeSummary]
     bam_claim: str
     wall_s: float
+    #: 1 / V, the accuracy of guessing (NaN in runs written before it was recorded)
+    chance: float = math.nan

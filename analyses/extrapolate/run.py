@@ -142,7 +142,8 @@ def _summarise(cfg: ExtrapolationConfig, table: pd.DataFrame, wall: float,
     return ExtrapolationResult(
         length=cfg.length, multiples=list(cfg.multiples), tolerance=cfg.tolerance,
         noise=cfg.noise, steps=cfg.steps, preset=cfg.preset, n_eval=cfg.n_eval,
-        schemes=schemes, bam_claim=BAM_CLAIM, wall_s=round(wall, 1))
+        schemes=schemes, bam_claim=BAM_CLAIM, wall_s=round(wall, 1),
+        chance=float(table["chance"].iloc[0]))
 
 
 def _write(cfg: ExtrapolationConfig, res: ExtrapolationResult, table: pd.DataFrame) -> None:

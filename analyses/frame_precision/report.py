@@ -6,6 +6,11 @@ band is ±tolerance, the same for all; frame metrics on the top panel, precision
 bottom one, against the training step on a log axis (step 0, the initialisation, is drawn at
 half the first checkpoint's step and labelled "init"), each metric's plateau step marked.
 
+:func:`findings` reads the run's own verdict (``frame_before_precision``: the frame's plateau step
+before that of log10 per-sample MAE), then Paper I's layer-0 key |cos| and the per-sample MAE at
+the final step against the step-0 initialisation and, for the keys, Gaussian keys (no test in
+the run: they survive when below both, the rule ``bayesgeom monitor`` applies).
+
 The result type (:class:`FramePrecisionResult`, whose serialisation is ``summary.json``) and the
 metric names are in :mod:`analyses.frame_precision.result`.
 """
@@ -20,13 +25,62 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..kit.html import html_report
+from ..kit.findings import Finding, findings_text, sig
+from ..kit.html import COLORS, html_report, readable
 from ..kit.numbers import num
 from .result import PER_LAYER, PRECISION_METRICS, FramePrecisionResult
 
 #: headline precision metrics drawn (the MAE on its log scale)
 PRECISION_DRAWN = ("log10_entropy_mae_bits", "vm_pc1", "vm_linear_r2", "vm_abs_corr_pc1")
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
+#: legend names of the drawn metrics
+NAMES = {"js_to_final_bits": "JS to the final attention (bits)",
+         "key_abs_cos": "layer-0 key mean |cos|",
+         "attn_mass_feasible": "attention on feasible positions",
+         "attn_mass_eliminated": "attention on eliminated values",
+         "log10_entropy_mae_bits": "log10 per-sample entropy MAE (bits)",
+         "vm_pc1": "value manifold PC1 share", "vm_linear_r2": "value manifold R² of H_Bayes",
+         "vm_abs_corr_pc1": "|corr(PC1, H_Bayes)|"}
+#: the criterion of a claim the run has no test for
+RULE = "criterion: below both controls (monitor's beats-both rule); no significance test"
+
+
+def findings(s: FramePrecisionResult) -> list[Finding]:
+    """The verdict rows (module doc)."""
+    f, p = s.frame_plateau_step, s.precision_plateau_step
+    claim = (f"the frame settles before the precision (Paper I's frame–precision dissociation: "
+             f"plateau step of the latest of {', '.join(NAMES.get(k, k) for k in s.frame_metrics)}"
+             f"; plateau = within "
+             f"{s.tolerance:g} × range of the final value)")
+    before = sum(s.frame_before_each_precision_metric.values())
+    each = (f"frame before {before} of {len(s.frame_before_each_precision_metric)} precision "
+            "metrics; criterion: the run's frame_before_precision")
+    nan = [k for k in (*s.frame_metrics, s.precision_metric) if s.plateau_steps.get(k) is None]
+    control = ("precision plateau: " + (f"step {p:,}" if p is not None else "undefined")
+               + " (log10 per-sample entropy MAE)")
+    rows = [Finding(claim, None, control=control, survives=None, evidence=each,
+                    undefined=f"no plateau step for {', '.join(nan)} (a non-finite value)")
+            if f is None or p is None else
+            Finding(claim, f, unit="steps", control=control, survives=s.frame_before_precision,
+                    evidence=f"precision − frame = {p - f:+,} steps; {each}")]
+    k0, k1 = s.init_values.get("key_abs_cos"), s.final_values.get("key_abs_cos")
+    if k0 is not None and k1 is not None:
+        g = s.key_abs_cos_gaussian
+        rows.append(Finding(
+            "layer-0 token keys are near-orthogonal at the end (Paper I: mean |off-diagonal "
+            "cos| of E_tok[0..V−1] W_K; lower is more orthogonal; mean over heads)", k1,
+            control=f"step-0 initialisation {sig(k0)}; Gaussian keys √(2/(π d)) {sig(g)}",
+            survives=k1 < k0 and k1 < g,
+            evidence=f"reduction against Gaussian keys {sig(100 * (1 - k1 / g))} % (Paper I: "
+                     f"37 %); {RULE}"))
+    m0, m1 = s.init_values.get("entropy_mae_bits"), s.final_values.get("entropy_mae_bits")
+    if m0 is not None and m1 is not None:
+        rows.append(Finding(
+            "the posterior's entropy is matched at the end (Paper I's per-sample entropy MAE "
+            "|H_model − H_Bayes|)", m1, unit="bits",
+            control=f"step-0 initialisation {sig(m0)} bits",
+            survives=m1 < m0, evidence=f"{sig(m0 / m1) if m1 else 'undefined'}× lower than at "
+                                       "step 0; criterion: below the initialisation"))
+    return rows
 
 
 def headline_table(table: pd.DataFrame, s: FramePrecisionResult) -> pd.DataFrame:
@@ -65,9 +119,10 @@ def figure(table: pd.DataFrame, s: FramePrecisionResult) -> go.Figure:
                 continue
             span = np.ptp(v[ok]) or 1.0
             y = (v - v[ok][-1]) / span
-            colour = COLOURS[i % len(COLOURS)]
+            colour = COLORS[(i + (row - 1) * len(s.frame_metrics)) % len(COLORS)]
             fig.add_trace(go.Scatter(
-                x=x, y=y, name=k, mode="lines+markers", line={"color": colour},
+                x=x, y=y, name=NAMES.get(k, readable(k)), mode="lines+markers",
+                line={"color": colour},
                 legendgroup=str(row), customdata=np.stack([steps, v], -1),
                 hovertemplate="step %{customdata[0]}<br>" + k + " = %{customdata[1]:.4g}"),
                 row=row, col=1)
@@ -99,6 +154,11 @@ def _n(x: float | None, nd: int = 4) -> str:
 
 
 def format_summary(s: FramePrecisionResult) -> str:
+    """The verdict table (:func:`findings`), then the per-metric view (:func:`details_text`)."""
+    return findings_text(findings(s)) + "\n\n" + details_text(s)
+
+
+def details_text(s: FramePrecisionResult) -> str:
     """A compact terminal view: per headline metric step-0 and final values and plateau step;
     then the claim."""
     lines = [f"frame–precision · {s.arch} on {s.task} · {s.run_dir} · {len(s.steps)} points, "
@@ -121,11 +181,17 @@ def format_summary(s: FramePrecisionResult) -> str:
 
 def write_report(path: Path, s: FramePrecisionResult, table: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
-    return html_report(path, f"Frame–precision dissociation — {s.run_dir}", [
-        ("Summary", format_summary(s)),
+    return html_report(path, f"Frame–precision dissociation — {s.run_dir}", findings(s), [
+        ("The run", f"{s.arch} on {s.task}, {len(s.steps)} points from step 0 (the "
+                    f"initialisation) to {s.final_step:,}; {s.n} sequences in the fixed batch, "
+                    f"{s.n_mae} for the MAE. Frame: {', '.join(s.frame_metrics)}; precision: "
+                    f"{s.precision_metric}."),
         ("Definitions", f"Plateau step: {s.plateau_definition}. MAE: {s.mae_definition}. "
                         f"Attention mass: {s.attn_mass_metric} "
                         "(see analyses.frame_precision.run)."),
-        ("Frame and precision against training step", figure(table, s)),
+        ("Frame and precision against training step", figure(table, s),
+         "Look for: the frame curves (top) entering the grey band -- within the tolerance of "
+         "their final value -- at an earlier step than the precision curves (bottom); stars "
+         "mark each metric's plateau, dashed lines the frame's and the precision's."),
         ("Per step (whole-model values) and plateau steps", headline_table(table, s)),
     ], manifest)

@@ -1,6 +1,12 @@
-"""Terminal table and HTML report of ``bayesgeom monitor`` (:mod:`analyses.monitor.run`): the
-checklist with pass / fail / not-measurable colouring, every threshold, the controls and the
-folders of the sub-runs whose own reports hold the detail."""
+"""Verdict table, terminal table and HTML report of ``bayesgeom monitor``
+(:mod:`analyses.monitor.run`): the checklist with pass / fail / not-measurable colouring, every
+threshold, the controls and the folders of the sub-runs whose own reports hold the detail.
+
+:func:`findings` reads each check as a claim: it survives when it passes its threshold *and*
+beats its controls (``beats_control``: a pass that does not beat them is no evidence of a
+trained property); it does not when it fails either; a check without a control survives on its
+threshold alone, and one that cannot be measured has no verdict.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import html_report
 from ..kit.numbers import cell
 from .result import FAIL, NOT_MEASURABLE, PASS, CheckRow, MonitorResult
@@ -33,8 +40,49 @@ def beats(r: CheckRow) -> str:
     return "—" if r.beats_control is None else ("yes" if r.beats_control else "no")
 
 
+def _controls(r: CheckRow) -> str:
+    parts = [f"{label} {sig(v)}" if v == v else label
+             for label, v in ((r.control_label, r.control), (r.reference_label, r.reference))
+             if label]
+    return "; ".join(parts)
+
+
+def finding(r: CheckRow) -> Finding:
+    """One check as a verdict row (module doc)."""
+    claim = f"{r.check} {rule(r)} ({r.unit})"
+    if not r.measured:
+        return Finding(claim, None, control=_controls(r),
+                       undefined=r.note.removeprefix("not measurable: "))
+    passed = r.status == PASS
+    survives = passed and r.beats_control is not False
+    if r.beats_control is None:
+        why = f"{r.status} on the threshold; no finite control to beat"
+    elif passed and not r.beats_control:
+        why = "passes the threshold but does not beat its controls: no evidence of a trained " \
+              "property"
+    else:
+        why = f"{r.status} on the threshold; {'beats' if r.beats_control else 'does not beat'}" \
+              " both controls"
+    note = f"; {r.note}" if r.note else ""
+    if r.value != r.value:
+        return Finding(claim, None, control=_controls(r), survives=False, evidence=why,
+                       undefined=r.note or "no finite value")
+    return Finding(claim, r.value, control=_controls(r), survives=survives, evidence=why + note)
+
+
+def findings(res: MonitorResult) -> list[Finding]:
+    """Every check as a verdict row, in the checklist's order."""
+    return [finding(r) for r in res.rows]
+
+
 def format_summary(res: MonitorResult) -> str:
-    """The checklist: value, rule, status, control; then every threshold and each row's note."""
+    """The verdict table (:func:`findings`), then the checklist: value, rule, status, control;
+    every threshold and each row's note."""
+    return findings_text(findings(res)) + "\n\n" + checklist_text(res)
+
+
+def checklist_text(res: MonitorResult) -> str:
+    """The checklist (value, rule, status, control), every threshold and each row's note."""
     c = res.counts()
     lines = [f"{res.model} ({res.kind}): {c[PASS]} pass, {c[FAIL]} fail, "
              f"{c[NOT_MEASURABLE]} not measurable",
@@ -89,9 +137,18 @@ def definitions(res: MonitorResult) -> pd.DataFrame:
 
 
 def write_report(path: Path, res: MonitorResult, manifest: dict[str, Any]) -> Path:
-    return html_report(path, f"Monitoring checklist — {res.model}", [
-        ("Summary", "; ".join(format_summary(res).splitlines()[i] for i in (0, 2 + len(res.rows)))),
-        ("Checklist (green pass, red fail, grey not measurable)", checklist_figure(res)),
+    c = res.counts()
+    return html_report(path, f"Monitoring checklist — {res.model}", findings(res), [
+        ("The model", f"{res.model} ({res.kind}): {c[PASS]} pass, {c[FAIL]} fail, "
+                      f"{c[NOT_MEASURABLE]} not measurable. Each check's number comes from a "
+                      "sub-run (detect, verify, geometry, a training log, an extrapolate run) "
+                      "whose own report.html holds the detail (see Definitions and sources). "
+                      "Thresholds: " + ", ".join(f"--{k.replace('_', '-')} {v:g}"
+                                                 for k, v in res.thresholds.items()) + "."),
+        ("Checklist (green pass, red fail, grey not measurable)", checklist_figure(res),
+         "Look for: green status cells whose 'beats both' is yes -- a pass that does not beat "
+         "its controls (the random-init twin, chance) is no evidence of a trained property; "
+         "grey rows say why they could not be measured."),
         ("Definitions and sources", definitions(res)),
         ("Thresholds", pd.DataFrame({"option": [f"--{k.replace('_', '-')}" for k in
                                                 res.thresholds],

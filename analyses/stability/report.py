@@ -1,4 +1,13 @@
-"""Figures, table and terminal view of ``bayesgeom stability`` (:mod:`analyses.stability.run`)."""
+"""Verdict table, figures, table and terminal view of ``bayesgeom stability``
+(:mod:`analyses.stability.run`).
+
+:func:`findings` reads the run's own criteria: accuracy holds over the measured lengths when the
+decay fit finds no crossing (:mod:`probes.decay_fit`: the measured accuracy never falls half way
+from its value at L to chance), with ℓ_c and its bootstrap interval as evidence. Accuracy at L,
+attention focus and key orthogonality have no test in the run, so they survive when they are on
+the passing side of their controls (chance; the random-init twin and uniform attention; the
+twin and random vectors -- the rule ``bayesgeom monitor`` applies).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +20,93 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ...probes.decay_fit import decay_curve
+from ...probes.decay_fit import AT_FLOOR, NOT_CROSSED, decay_curve
+from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import COLORS, html_report
-from .result import StabilityResult
+from .result import LengthSummary, StabilityResult
+
+#: the criterion of a claim the run has no test for
+RULE = "criterion: on the passing side of both controls (monitor's rule); no significance test"
+#: legend names of the control columns
+CONTROL_NAMES = {"bayes": "exact posterior (control)", "chance": "chance / uniform (control)"}
 
 #: table metric -> panel title
 PANELS = {"accuracy": "accuracy", "kl_bits": "KL(p_Bayes ‖ p_model), bits",
           "entropy_mae_bits": "entropy MAE, bits",
           "attention_entropy_norm": "query attention entropy / log2 ℓ",
           "key_orthogonality": "key-frame orthogonality, 1 − mean |cos|"}
+
+
+def _critical(res: StabilityResult) -> Finding:
+    c, L = res.critical_length, res.train_length
+    claim = (f"accuracy holds up to the longest length, {max(res.lengths)} tokens (no crossing "
+             "of half way from its value at L to chance; critical length ℓ_c of the fitted "
+             "decay, probes.decay_fit)")
+    if c is None:
+        return Finding(claim, None, control=f"training length L = {L} tokens",
+                       undefined="the decay fit needs three or more lengths")
+    control = f"training length L = {L} tokens; chance {sig(c.floor)}"
+    evidence = (f"{c.text}; {c.n_boot} bootstrap replicates, {c.n_not_crossed} without a "
+                "crossing; criterion: the run's crossing rule")
+    if c.status == AT_FLOOR:
+        return Finding(claim, None, control=control, survives=False, evidence=evidence,
+                       undefined="accuracy is already at chance at the training length")
+    if c.status == NOT_CROSSED:
+        return Finding(claim, c.lower_bound, unit="tokens (a lower bound: ℓ_c > this)",
+                       control=control, survives=True, evidence=evidence)
+    return Finding(claim, c.estimate, unit=f"tokens (ℓ_c = {sig((c.estimate or 0) / L)} × L)",
+                   control=control, survives=False, evidence=evidence)
+
+
+def _longest(res: StabilityResult, field: str) -> LengthSummary | None:
+    """The longest length at which ``field`` was measured (finite), or None."""
+    got = [s for s in res.per_length if math.isfinite(getattr(s, field))]
+    return got[-1] if got else None
+
+
+def findings(res: StabilityResult) -> list[Finding]:
+    """The verdict rows (module doc), for the metrics the run measured."""
+    out, first = [], res.per_length[0]
+    if "accuracy" in res.metrics:
+        out.append(_critical(res))
+        out.append(Finding(
+            f"the model retrieves at its training length, {first.length} tokens (accuracy at "
+            "the query over the hypotheses)", first.accuracy,
+            control=f"chance {sig(first.chance)}; exact-posterior ceiling "
+                    f"{sig(first.bayes_accuracy)}",
+            survives=first.accuracy > first.chance,
+            evidence=f"gap {first.accuracy - first.chance:+.3g} over chance; criterion: above "
+                     "chance; no significance test"))
+    why = (f"not measured at any length (above --max-attention-length "
+           f"{res.max_attention_length} or too few value tokens)")
+    if "attention_entropy" in res.metrics:
+        s = _longest(res, "attention_entropy_norm")
+        claim = ("the query's attention stays focused at {}the longest measured length (entropy "
+                 "÷ log2 ℓ, mean over layers and heads; 1 = uniform)")
+        out.append(Finding(claim.format(""), None,
+                           control="random-init twin; uniform attention 1",
+                           undefined=why) if s is None else Finding(
+            claim.format(f"{s.length} tokens, "), s.attention_entropy_norm,
+            control=f"random-init twin {sig(s.attention_entropy_norm_random_init)}; uniform "
+                    "attention 1",
+            survives=(s.attention_entropy_norm < s.attention_entropy_norm_random_init
+                      and s.attention_entropy_norm < 1),
+            evidence=f"gap {s.attention_entropy_norm - s.attention_entropy_norm_random_init:+.3g}"
+                     f" against the twin; {sig(first.attention_entropy_norm)} at L; {RULE}"))
+    if "key_orthogonality" in res.metrics:
+        s = _longest(res, "key_orthogonality")
+        claim = ("keys stay orthogonal at {}the longest measured length (Paper I: 1 − mean "
+                 "|cos| of the unit keys; mean over layers and kv heads)")
+        out.append(Finding(claim.format(""), None, control="random-init twin; random vectors",
+                           undefined=why) if s is None else Finding(
+            claim.format(f"{s.length} tokens, "), s.key_orthogonality,
+            control=f"random-init twin {sig(s.key_orthogonality_random_init)}; random vectors "
+                    f"{sig(s.key_orthogonality_chance)}",
+            survives=(s.key_orthogonality > s.key_orthogonality_random_init
+                      and s.key_orthogonality > s.key_orthogonality_chance),
+            evidence=f"gap {s.key_orthogonality - s.key_orthogonality_random_init:+.3g} over "
+                     f"the twin; {sig(first.key_orthogonality)} at L; {RULE}"))
+    return out
 
 
 def _line(x: Any, y: Any, name: str, color: str, dash: str | None = None,
@@ -53,7 +140,7 @@ def curves_figure(res: StabilityResult, table: pd.DataFrame) -> go.Figure:
         ref = g.groupby("length", sort=True)[["bayes", "chance"]].mean()
         for col, dash in (("bayes", "dash"), ("chance", "dashdot")):
             if ref[col].notna().any():
-                put(_line(ref.index, ref[col], f"{col} (control)", "#777", dash=dash), i)
+                put(_line(ref.index, ref[col], CONTROL_NAMES[col], "#777", dash=dash), i)
         if metric == "accuracy" and res.critical_length is not None:
             _add_fit(res, i, put, fig, cols)
     fig.update_xaxes(type="log", title_text="length (tokens)")
@@ -75,7 +162,8 @@ def _add_fit(res: StabilityResult, i: int, put: Any, fig: go.Figure, cols: int) 
         fig.add_vrect(x0=lo, x1=hi, fillcolor="#999", opacity=0.2, line_width=0,
                       row=i // cols + 1, col=i % cols + 1)
         fig.add_vline(x=c.estimate, line_dash="dash", line_color="#000",
-                      row=i // cols + 1, col=i % cols + 1)
+                      annotation_text=f"ℓ_c = {sig(c.estimate)}", row=i // cols + 1,
+                      col=i % cols + 1)
 
 
 def wide_table(res: StabilityResult) -> pd.DataFrame:
@@ -91,6 +179,12 @@ def wide_table(res: StabilityResult) -> pd.DataFrame:
 
 
 def format_summary(res: StabilityResult) -> str:
+    """The verdict table (:func:`findings`), then the per-length view (:func:`details_text`)."""
+    return findings_text(findings(res)) + "\n\n" + details_text(res)
+
+
+def details_text(res: StabilityResult) -> str:
+    """The decay fit and the headline numbers per length, each beside its controls."""
     at = "base length" if res.task == "passkey" else "trained at"
     lines = [f"{res.model} ({res.arch}), {res.task} {at} L = {res.train_length}; "
              f"{res.n_eval} held-out sequences per length; attention and keys up to "
@@ -117,10 +211,22 @@ def format_summary(res: StabilityResult) -> str:
 
 def write_report(path: Path, res: StabilityResult, table: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
-    return html_report(path, "Long-sequence stability", [
-        ("Summary", format_summary(res)),
-        ("Metrics against length, with their controls; accuracy with the fitted decay curve "
-         "and the critical length (dashed line, shaded interval)", curves_figure(res, table)),
+    at = "base length" if res.task == "passkey" else "trained at"
+    c = res.critical_length
+    notes = sorted({s.note for s in res.per_length if s.note})
+    return html_report(path, f"Long-sequence stability — {res.model}", findings(res), [
+        ("The run", f"{res.model} ({res.arch}) on {res.task}, {at} L = {res.train_length} "
+                    f"tokens, read at {', '.join(map(str, res.lengths))} tokens; {res.n_eval} "
+                    f"held-out sequences per length; attention and keys up to "
+                    f"{res.max_attention_length} tokens."
+                    + (f" Accuracy decay: {c.text}." if c is not None else "")
+                    + "".join(f" Note: {n}." for n in notes)),
+        ("Metrics against length, with their controls", curves_figure(res, table),
+         "Look for: where accuracy (solid) leaves its plateau and falls towards the chance "
+         "line, against the fitted decay (black) and ℓ_c (dashed vertical line, its interval "
+         "shaded); in the attention and key panels, each layer's solid line against its "
+         "random-init twin (dotted, same colour); grey lines are the exact posterior and "
+         "chance."),
         ("Per length", wide_table(res)),
         ("Every row", table),
     ], manifest)

@@ -12,6 +12,8 @@ import torch
 
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.kit.models import open_model
+from bayesgeom.analyses.verify.report import findings, format_summary
+from bayesgeom.analyses.verify.result import ConsistencyResult, OutputScore
 from bayesgeom.analyses.verify.run import (
     ConsistencyConfig,
     attention_summary,
@@ -52,6 +54,15 @@ def test_a_model_outputting_the_exact_posterior_is_fully_consistent(windtunnel_r
     assert len(heads) == 2 * 2  # layers x heads of the tiny preset
     for f in ("groups.parquet", "summary.json", "manifest.json", "report.html"):
         assert (tmp_path / "v" / f).is_file()
+    # the verdicts: attention and r undefined (with their reasons), the exact output survives
+    attention, carriers, output = findings(res)
+    assert attention.survives is None and "posterior 0" in attention.value_text()
+    assert carriers.survives is None and carriers.value_text().startswith("undefined: ")
+    assert output.survives is True and output.value == pytest.approx(1.0)
+    assert "random-init twin" in output.control and "group-mean baseline" in output.control
+    html = (tmp_path / "v" / "report.html").read_text()
+    assert html.index("What was found") < html.index("The run") < html.index("Look for:")
+    assert format_summary(res).startswith("What was found")
 
 
 @pytest.mark.parametrize("flags, msg", [
@@ -105,3 +116,12 @@ def test_the_headline_is_the_best_head_against_its_controls():
     assert a.uniform == pytest.approx(0.25) and a.random_init == pytest.approx(0.25)
     assert a.layer_best[0] == pytest.approx(1.0) and a.layer_best[1] < 0.5
     assert a.n_defined == n and a.shown_posterior_mass == pytest.approx(1.0) and not a.reason
+    # the exact head beats the twin's best and uniform attention: the headline survives
+    res = ConsistencyResult(model="toy", task="toy", group_name="q", n_prompts=n,
+                            n_hypotheses=k, attention=a,
+                            outputs=[OutputScore(s, 0.5, 0.5, 1.0) for s in
+                                     ("model", "random_init", "group_mean_baseline")],
+                            heads=heads, carriers=[])
+    headline = findings(res)[0]
+    assert headline.survives is True and headline.value == pytest.approx(1.0)
+    assert "L0.H0" in headline.claim and "best head 0.25" in headline.control

@@ -8,6 +8,8 @@ import json
 import pytest
 
 from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.detect.report import findings, format_summary
+from bayesgeom.analyses.detect.result import DetectResult, HeadFrame
 from bayesgeom.analyses.detect.run import DetectConfig, run_detect
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.records import read_table
@@ -27,6 +29,34 @@ def test_wind_tunnel_frame_is_its_hypothesis_tokens(windtunnel_run, tmp_path):
     assert set(means["layer"]) == {0, 1}
     for f in ("summary.json", "manifest.json", "report.html"):
         assert (tmp_path / "d" / f).is_file()
+    html = (tmp_path / "d" / "report.html").read_text()
+    assert html.index("What was found") < html.index("The frame") < html.index("Look for:")
+    rows = findings(res)
+    assert [r.survives is None for r in rows] == [False, False, True]  # isotropy: no verdict
+    assert rows[0].control.startswith("random-init twin") and "Paper I" in rows[0].claim
+    assert format_summary(res).startswith("What was found")
+
+
+def _frame(condition: str, layer: int, orthogonality: float) -> HeadFrame:
+    return HeadFrame(condition=condition, layer=layer, head=0, m=6, d=16,
+                     mean_abs_cos=1 - orthogonality, orthogonality=orthogonality,
+                     chance_abs_cos=0.2, chance=0.8, reduction_vs_random=0.0,
+                     orthogonalisable=True, welch=0.0, ceiling=1.0, vs_ceiling=orthogonality,
+                     isotropy=0.5, isotropy_chance=0.6, effective_rank=4.0, utilisation=0.25)
+
+
+@pytest.mark.parametrize("trained, survives", [((0.95, 0.9), True), ((0.5, 0.6), False)])
+def test_the_verdict_holds_the_keys_against_the_twin_and_random_vectors(trained, survives):
+    """Orthogonal trained keys (0.95, 0.9 against a twin at 0.6 and random vectors at 0.8)
+    survive; keys no better than the twin do not."""
+    heads = [_frame("trained", L, v) for L, v in enumerate(trained)]
+    heads += [_frame("random_init", L, 0.6) for L in range(2)]
+    res = DetectResult(model="toy", frame="hypothesis tokens", n_frame_tokens=6, layers=[0, 1],
+                       n_kv_heads=1, d_head=16, heads=heads, twin_seed=0)
+    every, best, iso = findings(res)
+    assert every.survives is survives and best.survives is survives and iso.survives is None
+    assert "random-init twin 0.6" in every.control and "random vectors 0.8" in every.control
+    assert f"best layer, {trained.index(max(trained))}" in best.claim
 
 
 def test_llm_frame_from_builtin_text_via_the_cli(text_models, tmp_path, capsys):

@@ -8,13 +8,15 @@ import json
 import pytest
 
 from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.extrapolate.report import findings, format_summary
+from bayesgeom.analyses.extrapolate.result import ExtrapolationResult, SchemeSummary
 from bayesgeom.analyses.extrapolate.run import (
     ExtrapolationConfig,
     extrapolation_ratio,
     run_extrapolation,
 )
 from bayesgeom.analyses.kit.errors import ExperimentError
-from bayesgeom.records import read_table
+from bayesgeom.records import read_result, read_table
 
 
 def test_the_ratio_is_the_last_multiple_before_the_first_drop():
@@ -35,6 +37,14 @@ def test_a_tiny_study_writes_its_table_and_reuses_cells(tmp_path, capsys):
     assert set(table["length"]) == {16, 48} and len(table) == 4
     assert table["bayes_accuracy"].between(0.99, 1.0).all()  # noise 0: a delta posterior
     assert (table["chance"] == 1 / 16).all()
+    html = (tmp_path / "e" / "report.html").read_text()
+    assert html.index("What was found") < html.index("The run") < html.index("Look for:")
+    res = read_result(ExtrapolationResult, tmp_path / "e" / "summary.json")
+    assert res.chance == 1 / 16
+    bam, alibi, claim = findings(res)  # no learned-absolute scheme: no control, no verdict
+    assert alibi.survives is None and alibi.value_text().endswith("× L")
+    assert bam.survives is None and "no learned-absolute" in bam.control
+    assert claim.survives is None and "only up to 3× L" in claim.evidence
     before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "e" / "cells").iterdir()}
     assert main(args) == 0  # same settings: every cell is reused, nothing rewritten
     after = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "e" / "cells").iterdir()}
@@ -46,3 +56,17 @@ def test_bad_settings_are_refused(tmp_path):
         run_extrapolation(ExtrapolationConfig(out=tmp_path / "x", multiples=(2, 5)))
     with pytest.raises(ExperimentError, match="no attention"):
         run_extrapolation(ExtrapolationConfig(out=tmp_path / "y", archs=("lstm",)))
+
+
+def test_a_scheme_survives_when_it_outlasts_learned_positions():
+    res = ExtrapolationResult(
+        length=16, multiples=[1, 2, 500], tolerance=0.05, noise=0.0, steps=10, preset="tiny",
+        n_eval=4, schemes=[SchemeSummary("llama-bam", 1.0, 0.99, 500),
+                           SchemeSummary("llama-nope", 0.07, 0.06, 500),
+                           SchemeSummary("llama", 1.0, 0.1, 2)], bam_claim="", wall_s=1.0,
+        chance=1 / 16)
+    bam, nope, claim = findings(res)
+    assert bam.survives is True and bam.control == "learned absolute positions (llama) 2× L"
+    assert nope.survives is None and "did not learn" in nope.evidence  # at chance: vacuous
+    assert claim.survives is True and claim.value == 500
+    assert format_summary(res).startswith("What was found")

@@ -62,7 +62,32 @@ def test_cli_writes_the_files_and_a_tidy_table(done):
     assert s["attn_mass_metric"] == "attn_mass_eliminated"
     assert s["frame_before_precision"] == (s["frame_plateau_step"] < s["precision_plateau_step"])
     assert np.isfinite(s["init_values"]["entropy_mae_bits"])
-    assert "Frame–precision" in (done / "report.html").read_text()
+    html = (done / "report.html").read_text()
+    assert "Frame–precision" in html
+    assert html.index("What was found") < html.index("The run") < html.index("Look for:")
+
+
+def test_the_verdict_is_the_runs_own_and_a_planted_dissociation_survives(done):
+    from bayesgeom.analyses.frame_precision.report import findings, format_summary
+    from bayesgeom.analyses.frame_precision.result import FramePrecisionResult
+    from bayesgeom.records import read_result
+
+    s = read_result(FramePrecisionResult, done / "summary.json")
+    order = findings(s)[0]
+    assert order.survives in (s.frame_before_precision, None)
+    assert format_summary(s).startswith("What was found")
+    # planted: every frame metric settles at step 100, the precision at 300; keys end below
+    # Gaussian keys and their initialisation, the MAE below its initialisation
+    s.plateau_steps = {k: 100 for k in s.frame_metrics} | {s.precision_metric: 300}
+    s.frame_plateau_step, s.precision_plateau_step, s.frame_before_precision = 100, 300, True
+    s.init_values |= {"key_abs_cos": 0.4, "entropy_mae_bits": 1.0}
+    s.final_values |= {"key_abs_cos": 0.05, "entropy_mae_bits": 0.01}
+    s.key_abs_cos_gaussian = 0.082
+    order, keys, mae = findings(s)
+    assert (order.survives, order.value, keys.survives, mae.survives) == (True, 100, True, True)
+    assert "step 300" in order.control and "Gaussian keys" in keys.control
+    s.frame_before_precision = False  # the verdict is the run's, not recomputed
+    assert findings(s)[0].survives is False
 
 
 def test_the_report_table_has_a_row_per_step_and_the_plateaus(done):

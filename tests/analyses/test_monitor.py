@@ -13,18 +13,20 @@ import pytest
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.extrapolate.result import ExtrapolationResult, SchemeSummary
 from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.analyses.monitor.report import finding, findings, format_summary
 from bayesgeom.analyses.monitor.result import (
     FAIL,
     KL_CHECK,
     NOT_MEASURABLE,
     PASS,
+    MonitorResult,
     convergence_row,
     extrapolation_row,
     judge,
 )
 from bayesgeom.analyses.monitor.run import MonitorConfig, run_monitor
 from bayesgeom.probes.posterior_consistency import coverage
-from bayesgeom.records import read_table, write_result
+from bayesgeom.records import read_result, read_table, write_result
 
 CHECKS = ["key orthogonality", "hypothesis-space coverage", KL_CHECK,
           "domain-manifold separation", "extrapolation ratio", "convergence speed"]
@@ -70,6 +72,18 @@ def test_wind_tunnel_checklist_thresholds_flip_and_reuse(windtunnel_run, tmp_pat
               "detect/report.html", "verify/report.html"):
         assert (out / f).is_file(), f
     assert len(read_table(out / "table.parquet")) == len(CHECKS)
+    html = (out / "report.html").read_text()
+    assert html.index("What was found") < html.index("The model") < html.index("Look for:")
+    res = read_result(MonitorResult, out / "summary.json")
+    verdicts = {f.claim.split(" <")[0].split(" >")[0]: f for f in findings(res)}
+    assert list(verdicts) == CHECKS
+    assert verdicts["domain-manifold separation"].survives is None
+    assert "one domain" in verdicts["domain-manifold separation"].value_text()
+    assert verdicts["convergence speed"].survives is False  # never reached: fails, says why
+    assert "never" in verdicts["convergence speed"].value_text()
+    assert verdicts["key orthogonality"].survives == (key["status"] == PASS
+                                                      and key["beats_control"])
+    assert format_summary(res).startswith("What was found")
 
     detect_mtime = (out / "detect" / "summary.json").stat().st_mtime_ns
     above, below = kl["value"] * 2, kl["value"] / 2
@@ -131,6 +145,9 @@ def test_extrapolation_ratio_is_read_for_the_runs_own_model(tmp_path):
     assert (row.value, row.status, row.control, row.beats_control) == (500, PASS, 2, True)
     learned = extrapolation_row(run / "train" / "llama", run, 100)
     assert (learned.status, learned.beats_control) == (FAIL, False)
+    # as verdicts: BAM passes and beats learned positions; the learned scheme itself does not
+    assert finding(row).survives is True and "learned absolute positions" in finding(row).control
+    assert finding(learned).survives is False
     other = extrapolation_row(tmp_path / "elsewhere", run, 100)
     assert other.status == NOT_MEASURABLE and "not one of" in other.note
     unfinished = tmp_path / "unfinished"

@@ -14,7 +14,12 @@ from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.extrapolate.run import ExtrapolationConfig, evaluate_at
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.analyses.kit.models import open_model
-from bayesgeom.analyses.stability.result import StabilityResult
+from bayesgeom.analyses.stability.report import findings, format_summary
+from bayesgeom.analyses.stability.result import (
+    CriticalLengthSummary,
+    LengthSummary,
+    StabilityResult,
+)
 from bayesgeom.analyses.stability.run import StabilityConfig, run_stability
 from bayesgeom.records import read_result, read_table
 from bayesgeom.windtunnel.training import train
@@ -55,6 +60,16 @@ def test_a_tiny_run_writes_every_output_beside_its_controls(recall_run, tmp_path
     assert long["value"].isna().all() and "max-attention-length" in long["note"].iloc[0]
     keys = table[table["metric"] == "key_orthogonality"]
     assert keys[keys["length"] <= 32][["value", "random_init", "chance"]].notna().all().all()
+    # the verdict table opens the report; each row follows the run's own criterion
+    html = (out / "report.html").read_text()
+    assert html.index("What was found") < html.index("The run") < html.index("Look for:")
+    crit, at_l, attn_row, key_row = findings(res)
+    assert crit.survives is (res.critical_length.status == "not_crossed")
+    assert "training length L = 16 tokens" in crit.control
+    assert at_l.survives is (res.per_length[0].accuracy > 1 / 8)
+    assert "at 32 tokens, the longest" in attn_row.claim and "at 32 tokens" in key_row.claim
+    assert "random-init twin" in attn_row.control and "random vectors" in key_row.control
+    assert format_summary(res).startswith("What was found")
 
     # the same sequences as bayesgeom extrapolate's cells: the same numbers
     m = open_model(str(recall_run))
@@ -110,3 +125,26 @@ def test_passkey_prompts_have_exact_lengths_and_the_key_inside():
         text = tok.decode(row)
         key = text.split("The pass key is ")[1][:5]
         assert key.isdigit() and int(key[0]) == int(t) and text.endswith("The pass key is ")
+
+
+def _summary(status: str, estimate: float | None, bound: float | None) -> CriticalLengthSummary:
+    return CriticalLengthSummary(
+        metric="accuracy", status=status, estimate=estimate, lower_bound=bound, low=None,
+        high=None, level=0.95, a=0.9, b=2.0, critical_length=estimate or math.nan, floor=0.125,
+        halfway=0.5, rmse=0.01, n_boot=10, n_not_crossed=0, n_failed=0, text="ℓ_c ...")
+
+
+@pytest.mark.parametrize("crit, survives, value", [
+    (_summary("not_crossed", None, 64.0), True, "64 tokens (a lower bound"),
+    (_summary("crossed", 40.0, None), False, "40 tokens (ℓ_c = 2.5 × L)"),
+    (_summary("at_floor", None, None), False, "undefined: accuracy is already at chance"),
+])
+def test_accuracy_holds_when_the_decay_fit_finds_no_crossing(crit, survives, value):
+    res = StabilityResult(model="toy", task="long_recall", arch="llama", train_length=16,
+                          lengths=[16, 32, 64], metrics=["accuracy"], n_eval=4,
+                          max_attention_length=32, n_layers=1, seed=0, per_length=[],
+                          critical_length=crit, wall_s=0.0)
+    res.per_length = [LengthSummary(16, 1.0, 0.9, 1.0, 0.125, *[math.nan] * 8, note="")]
+    row, at_l = findings(res)
+    assert row.survives is survives and row.value_text().startswith(value)
+    assert at_l.survives is True and "chance 0.125" in at_l.control
