@@ -19,8 +19,14 @@ Example:
 from __future__ import annotations
 
 import importlib
+import warnings
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
+
+# huggingface_hub imports tqdm.auto, which in a Jupyter kernel without ipywidgets warns
+# "IProgress not found" as it is imported: every notebook opened with that warning. bayesgeom's
+# own bars are text bars there (records.progress), so the warning says nothing to its users.
+warnings.filterwarnings("ignore", message="IProgress not found")
 
 try:
     __version__ = version("bayesgeom")
