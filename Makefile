@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: setup test demo bench lint clean paper-table docs
+.PHONY: setup test demo bench lint clean paper-table docs gpu-session gpu-wheels
 
 setup: $(STAMP)
 
@@ -40,6 +40,19 @@ DEVICE ?= cuda:0
 paper-table: setup
 	$(BIN)/bayesgeom sweep --config examples/sweeps/paper_table.toml --device $(DEVICE) --out runs/paper-table
 	$(BIN)/bayesgeom sweep --config examples/sweeps/paper_hmm.toml --device $(DEVICE) --out runs/paper-hmm
+
+# The GPU session (docs/results/gpu.md): CUDA against CPU, throughput, Paper I at paper scale in
+# ~8 min on one H100 (results in $$OUT or runs/gpu-session). Anywhere: make gpu-session ARGS=--dry-run
+gpu-session: setup
+	$(BIN)/python benchmarks/gpu_session.py $(ARGS)
+
+# The wheels the GPU machine lacks (Python 3.12, x86-64; benchmarks/gpu/wheels.py) -> .whl/
+gpu-wheels: setup
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+	  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	  --platform manylinux1_x86_64 -d .whl $$($(BIN)/python benchmarks/gpu_session.py --wheels)
+	@du -ch .whl/*.whl | tail -1
 
 # Each benchmark reports ratios against a baseline measured in the same run -> runs/bench/*.json
 bench: setup

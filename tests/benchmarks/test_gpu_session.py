@@ -1,0 +1,157 @@
+"""The GPU session (benchmarks/gpu_session.py) runs end to end on the CPU: its dry run, with
+what the GPU machine lacks hidden and bayesgeom imported from the plain checkout, passes in
+under a minute, writes what the device lets come back, and needs no wheel beyond those carried;
+the carried wheels are what that machine lacks and fit the travel limit with the project."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from importlib.metadata import requires
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "gpu_session.py"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from gpu import wheels  # noqa: E402
+from gpu.clock import SessionClock  # noqa: E402
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory):
+    """(CPU seconds, wall seconds, completed process, result folder) of one dry run, as on the
+    GPU machine: its missing packages hidden and no editable install."""
+    out = tmp_path_factory.mktemp("gpu-session")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    cmd = [sys.executable, str(SCRIPT), "--dry-run", "--emulate-gpu-machine", "--device", "cpu",
+           "--out", str(out)]
+    done = subprocess.run(cmd, cwd=tmp_path_factory.getbasetemp(), env=ENV,
+                          capture_output=True, text=True, timeout=300)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall, done, out
+
+
+def test_the_dry_run_passes_in_under_a_minute(dry_run):
+    """Under a minute of the machine's time (CPU seconds: a loaded, shared machine stretches
+    the wall clock: 21–31 s of wall time, 10 CPU seconds, on a 2-core machine at load 8–10,
+    2026-11-26)."""
+    cpu, wall, done, out = dry_run
+    assert done.returncode == 0, f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr[-4000:]}"
+    assert cpu < 60, f"the dry run took {cpu:.0f} CPU seconds ({wall:.0f} s of wall time)"
+    assert wall < 300
+    s = json.loads((out / "session.json").read_text())
+    assert s["dry_run"] and s["passed"] and s["cpu_only"]
+    assert {p["status"] for p in s["parts"].values()} == {"done"}
+
+
+def test_the_results_fit_what_comes_back_from_the_device(dry_run):
+    *_, out = dry_run
+    files = sorted(p.name for p in out.iterdir())
+    s = json.loads((out / "session.json").read_text())
+    assert files == sorted(s["files"])
+    assert len(files) <= 7  # the device returns 8 files; the console log is the eighth
+    assert all((out / f).stat().st_size <= 16 * 2**20 for f in files)
+
+
+def test_every_family_check_and_dtype_was_compared(dry_run):
+    *_, out = dry_run
+    from gpu.calls import CALLS
+    from gpu.families import FAMILIES
+
+    rows = pd.read_parquet(out / "correctness.parquet")
+    assert set(rows["family"]) == {f.name for f in FAMILIES}
+    assert set(rows["check"]) == set(CALLS)
+    assert set(rows["dtype"]) == {"float32", "bfloat16"}
+    assert (rows["status"] == "ok").all() and rows["passed"].dropna().all()
+    # every attention family went through the taps; verify in float32 only
+    taps = rows[rows["check"] == "attention_taps"]
+    assert set(taps["family"]) == {f.name for f in FAMILIES if f.attention}
+    assert set(rows.loc[rows["check"] == "dynamics_verify", "dtype"]) == {"float32"}
+
+
+def test_paper_and_throughput_parts_report_their_numbers(dry_run):
+    *_, out = dry_run
+    paper = json.loads((out / "paper.json").read_text())
+    assert set(paper["runs"]) == {"bijection", "hmm", "assoc_recall"}
+    hmm = paper["runs"]["hmm"]
+    assert set(hmm["length_generalisation"]) == {"K=30", "K=50"}
+    assert set(paper["hmm_controls_K20"]) == {"history-free", "w=2", "w=3", "w=4"}
+    for r in paper["runs"].values():
+        assert r["steps_done"] == 30 and r["final_eval"]["entropy_mae_bits"] >= 0
+        assert r["paper_i"]
+    tp = json.loads((out / "throughput.json").read_text())
+    assert tp["presets"] and tp["presets"][0]["device_steps_per_s"] > 0
+
+
+def test_the_session_needs_no_wheel_beyond_those_carried(dry_run):
+    *_, out = dry_run
+    imports = json.loads((out / "session.json").read_text())["imports"]
+    assert set(imports["lacking_on_gpu_machine"]) <= set(wheels.WHEELS)
+    assert "bayesgeom" in imports["by_this_project"]
+
+
+def test_the_carried_wheels_are_what_the_gpu_machine_lacks():
+    carried = {wheels.normalise(n) for n in wheels.WHEELS}
+    assert carried <= set(wheels.LACKING) and not carried & wheels.THERE
+    for name in wheels.WHEELS:  # what a carried wheel needs is there already
+        needs = [r.split(";")[0] for r in requires(name) or [] if "extra ==" not in r
+                 and "python_version <" not in r]
+        names = {wheels.normalise(r.split(">")[0].split("<")[0].split("=")[0].strip())
+                 for r in needs}
+        assert names <= wheels.THERE, (name, names - wheels.THERE)
+
+
+def test_the_wheels_fit_the_travel_limit_with_the_project():
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs the git checkout to list what travels")
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    tree = sum((ROOT / f).stat().st_size for f in listed if f and (ROOT / f).is_file())
+    whl = ROOT / ".whl"
+    carried = (sum(p.stat().st_size for p in whl.glob("*.whl")) if whl.is_dir()
+               else sum(wheels.WHEEL_BYTES.values()))
+    assert tree + carried <= wheels.TRAVEL_LIMIT / 2, (tree, carried)
+
+
+def test_the_wheel_list_is_printed_without_torch():
+    done = subprocess.run([sys.executable, "-X", "importtime", str(SCRIPT), "--wheels"],
+                          env=ENV, capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == wheels.requirements()
+    assert " torch" not in done.stderr
+
+
+def test_each_part_gets_its_budget_or_what_is_left():
+    c = SessionClock(total_s=100, reserve_s=10)
+    assert 89 < c.part("a", 200).left() <= 90
+    assert 4 < c.part("b", 5).left() <= 5
+    c.start -= 95  # the session's time is spent
+    d = c.part("c", 30)
+    assert d.over() and d.left() <= 0
+    c.record(d, "skipped")
+    assert c.parts["c"]["status"] == "skipped"
+
+
+def test_differences_are_relative_to_the_cpu_and_strict_about_non_finite_entries():
+    import torch
+    from gpu.correctness import difference
+
+    b = torch.tensor([1.0, -4.0, 2.0])
+    assert difference(b + torch.tensor([0.0, 0.0, 0.4]), b) == pytest.approx((0.4, 0.1))
+    assert difference(b[:2], b) == (float("inf"), float("inf"))
+    nan = torch.tensor([float("nan"), 1.0])
+    assert difference(nan, nan) == (0.0, 0.0)
+    assert difference(nan, torch.tensor([1.0, 1.0]))[1] == float("inf")
