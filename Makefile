@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: setup test demo bench lint clean paper-table docs gpu-session gpu-wheels
+.PHONY: setup test demo bench lint clean paper-table docs notebooks gpu-session gpu-wheels
 
 setup: $(STAMP)
 
@@ -27,6 +27,11 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	$(BIN)/python docs/api_tree.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The site's notebook pages: examples/*.ipynb executed, outputs and PNG figures kept (full sizes:
+# about an hour on 2 cores; ARGS="03 --quick" for one notebook at the quick sizes).
+notebooks: $(DOCS_STAMP)
+	$(BIN)/python docs/render_notebooks.py $(ARGS)
 
 test: setup
 	$(BIN)/ruff check .
