@@ -1,20 +1,37 @@
 """The summary, figure, report and terminal view of ``bayesgeom ablate``
 (:mod:`analyses.ablate.run`). Every MAE is the per-sample entropy MAE in bits against the exact
-posterior; ΔMAE = MAE(ablated) − MAE(clean); "× clean" = MAE(ablated) / MAE(clean)."""
+posterior; ΔMAE = MAE(ablated) − MAE(clean); "× clean" = MAE(ablated) / MAE(clean).
+
+The verdict table holds each Paper I claim against the run's controls: the layer claim against
+Paper I's own threshold (bypassing any single layer raises the MAE more than
+:data:`LAYER_FACTOR` times the clean model's); the frame head and the retrain have no threshold
+in the paper or the run, so they carry their numbers beside their controls and no verdict.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from ... import interp
 from ...windtunnel.task import TokenTask
+from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import html_report
 from ..kit.numbers import num
 from .result import AblationEval, AblationsSummary, RetrainResult
+
+#: Paper I: removing any single layer raises the error more than this many times
+LAYER_FACTOR = 10.0
+#: what to look for in :func:`delta_figure`
+DELTA_CAPTION = ("Look for: one bar towering over the other zeroed layer-0 heads (Paper I's "
+                 "frame head), and each zeroing against the mean-ablation of the same head or "
+                 "sublayer: a zero bar far above its mean bar is an off-distribution shift, not "
+                 "lost computation. One colour per task size, its clean MAE in the legend.")
+NO_CRITERION = "no criterion: neither the paper nor the run sets a threshold"
 
 CONTROL_TEXT = {
     "mean": "control: mean-ablation of the same head or sublayer (its output replaced by its "
@@ -107,7 +124,72 @@ def retrain_table(r: RetrainResult) -> pd.DataFrame:
                           "accuracy": row.accuracy} for row in r.rows])
 
 
+def _eval_rows(e: AblationEval) -> list[Finding]:
+    """The frame-head and single-layer claims of one task size."""
+    rows = []
+    at = f"[{e.label}] "
+    if e.frame_head is not None:
+        rows.append(Finding(
+            f"{at}one layer-0 head carries calibration (Paper I 'hypothesis-frame head': "
+            f"zeroing {e.frame_head} raises the entropy MAE most; ΔMAE per sample)",
+            e.frame_delta_mae_bits, unit="bits",
+            control=f"mean-ablation of {e.frame_head} ΔMAE "
+                    f"{sig(e.frame_mean_ablation_delta_mae_bits)} bits; median head ΔMAE "
+                    f"{sig(e.head_delta_median_bits)} bits",
+            evidence=f"{NO_CRITERION} for 'comparable damage'; "
+                     f"{sig(e.frame_ratio_to_second)}× the second layer-0 head (Paper I's "
+                     "later check: 2.74×); worst head overall "
+                     f"{e.worst_head} {sig(e.worst_head_delta_mae_bits)} bits",
+            undefined="the ablated model gave no finite MAE"))
+    if e.min_bypass_ratio is not None:
+        ratio = e.min_bypass_ratio
+        rows.append(Finding(
+            f"{at}every layer is needed (Paper I: bypassing any single layer raises the "
+            f"entropy MAE > {LAYER_FACTOR:g}×; smallest ratio over layers)", ratio,
+            unit="× clean", control=f"clean model {sig(e.clean_mae_bits)} bits",
+            survives=(ratio > LAYER_FACTOR) if np.isfinite(ratio) else None,
+            evidence=f"criterion: Paper I's > {LAYER_FACTOR:g}×; embedding only "
+                     f"{sig(e.embedding_only_mae_bits)} bits",
+            undefined="the clean MAE is 0, so no ratio"))
+    return rows
+
+
+def _retrain_row(r: RetrainResult) -> Finding | None:
+    """The retrained model against its unablated control at the largest K evaluated."""
+    ks = [row.K for row in r.rows]
+    k = max((x for x in ks if x is not None), default=None)
+    at = [row for row in r.rows if k == row.K]
+    ablated = next((row for row in at if row.model.startswith("retrained")), None)
+    control = next((row for row in at if row.model.startswith("control (unablated")), None)
+    if ablated is None:
+        return None
+    per_k = "; ".join(f"K={row.K}: {sig(row.mae_bits)}" for row in r.rows
+                      if row.model.startswith("retrained"))
+    return Finding(
+        f"retrained without attention in its top layers {r.layers} (Paper I: fits the "
+        f"trained K, fails at larger K; entropy MAE per sample "
+        f"{'on the trained task' if k is None else f'at K={k}'})", ablated.mae_bits,
+        unit="bits", control="unablated control, same budget "
+                             + (f"{sig(control.mae_bits)} bits" if control else "not run"),
+        evidence=f"{NO_CRITERION}; retrained MAE per K: {per_k}",
+        undefined="the retrained model gave no finite MAE")
+
+
+def findings(result: AblationsSummary) -> list[Finding]:
+    """The verdict table of an ablation run (module doc), per task size, then the retrain."""
+    rows = [f for e in result.evals for f in _eval_rows(e)]
+    if result.retrain is not None:
+        rr = _retrain_row(result.retrain)
+        rows += [rr] if rr is not None else []
+    return rows
+
+
 def format_summary(s: AblationsSummary) -> str:
+    """The verdict table (:func:`findings`), then :func:`summary_table`."""
+    return findings_text(findings(s)) + "\n" + summary_table(s)
+
+
+def summary_table(s: AblationsSummary) -> str:
     """The terminal view: per task size the clean MAE, the frame head and the layer results;
     then the retrain beside its control."""
     lines = [f"{s.model} · {s.task} · ablations on {s.n_sequences} held-out sequences "
@@ -138,14 +220,15 @@ def format_summary(s: AblationsSummary) -> str:
 
 def write_report(path: Path, s: AblationsSummary, table: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
-    sections: list[tuple[str, object]] = [("Summary", format_summary(s)),
-                                          ("How to read it", CONTROL_TEXT[s.control])]
+    sections: list[tuple[str, object] | tuple[str, object, str]] = [
+        ("Summary", summary_table(s)), ("How to read it", CONTROL_TEXT[s.control])]
     if not table.empty:
         shown = table.assign(condition=condition_names(table))[
             ["eval", "condition", "mae_bits", "delta_mae_bits", "ratio", "accuracy",
              "clean_mae_bits"]]
-        sections += [("ΔMAE per condition", delta_figure(table)), ("Every condition", shown)]
+        sections += [("ΔMAE per condition", delta_figure(table), DELTA_CAPTION),
+                     ("Every condition", shown)]
     if s.retrain is not None:
         sections.append((f"Retrained without top-layer attention ({s.retrain.intervention}) "
                          "beside its control", retrain_table(s.retrain)))
-    return html_report(path, f"Ablations — {s.model}", sections, manifest)
+    return html_report(path, f"Ablations — {s.model}", findings(s), sections, manifest)

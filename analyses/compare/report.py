@@ -1,7 +1,9 @@
-"""Tables, figures and the terminal view of a comparison (:mod:`analyses.compare.run`).
+"""The verdict table, tables, figures and the terminal view of a comparison
+(:mod:`analyses.compare.run`).
 
 Display names come from :data:`HEADLINE_NAMES` and the geometry metric catalogue, so the
-metrics of newly registered measures appear with their labels and no edit here.
+metrics of newly registered measures appear with their labels and no edit here. The verdicts
+are the geometry run's (:mod:`analyses.geometry.findings`), read from the comparison's table.
 """
 
 from __future__ import annotations
@@ -13,9 +15,21 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..geometry.findings import PAPER3, key_row, rho_row
 from ..geometry.probes import catalogue
+from ..kit.findings import Finding, findings_text
 from ..kit.html import COLORS, html_report, legend_names
 from .result import CompareResult
+
+#: what to look for in :func:`bars_figure`
+BARS_CAPTION = ("Look for: each solid bar against the lighter hatched bar of the same colour "
+                "beside it, the same analysis on that model's random-init twin; whiskers are "
+                "95 % intervals where the run has them. Key orthogonality is a mean |cos|: "
+                "lower is more orthogonal.")
+#: what to look for in :func:`curves_figure`
+CURVES_CAPTION = ("Look for: each solid line against the dotted line of the same colour (its "
+                  "random-init twin); depth is layer / last layer, so models of different "
+                  "depth line up.")
 
 #: display names of the compared headline (see :func:`analyses.compare.run.headline_rows`)
 HEADLINE_NAMES = {
@@ -135,23 +149,72 @@ def bars_figure(table: pd.DataFrame) -> go.Figure:
     return fig
 
 
+def _number(t: pd.DataFrame, metric: str, pset: str | None) -> tuple[float, float, float]:
+    """(value, low, high) of one row of a model's compared table (NaNs where absent)."""
+    sel = t[(t["metric"] == metric)
+            & (t["prompt_set"].isna() if pset is None else t["prompt_set"] == pset)]
+    if sel.empty:
+        return float("nan"), float("nan"), float("nan")
+    r = sel.iloc[0]
+    return float(r["value"]), float(r["low"]), float(r["high"])
+
+
+def _twin(t: pd.DataFrame, metric: str, pset: str | None,
+          ) -> tuple[float | None, float | None, float | None]:
+    """The random-init twin's (value, low, high) of ``metric``, all None without a twin."""
+    if not (t["metric"] == metric + "@random_init").any():
+        return None, None, None
+    return _number(t, metric + "@random_init", pset)
+
+
+def findings(result: CompareResult, table: pd.DataFrame) -> list[Finding]:
+    """The verdict table of a comparison: per model, its key orthogonality against its
+    random-init twin and, on its first prompt set, |ρ(PC1, model entropy)| against its twin
+    and position alone, with the geometry run's criteria (:mod:`analyses.geometry.findings`).
+    ``table``: the comparison's ``table.parquet`` (the intervals live there)."""
+    rows = []
+    for label in result.labels:
+        t = table[table["label"] == label]
+        m = result.models.get(label)
+        pset = m.prompt_sets[0] if m is not None and m.prompt_sets else None
+        key = _number(t, "key_orthogonality", None)[0]
+        twin = _twin(t, "key_orthogonality", None)[0]
+        below = _number(t, "key_fraction_below_init", None)[0] if twin is not None else None
+        rows.append(key_row(f"{label}: ", key, twin, below,
+                            _number(t, "key_fraction_below_0.20", None)[0],
+                            PAPER3.key_orthogonality, _number(t, "key_gaussian", None)[0]))
+        rho = "abs_rho_pc1_entropy"
+        if pset is None or not (t["metric"] == rho).any():
+            continue
+        pos = (t["metric"] == rho + "@position").any()
+        rows.append(rho_row(
+            f"{label} · {pset}, layer {m.layer if m else '?'}: ", "entropy",
+            *_number(t, rho, pset), *_twin(t, rho, pset),
+            *((_number(t, "probe_r2@position", pset)[0], _number(t, rho + "@position", pset)[0],
+               _number(t, rho + "|position", pset)[0]) if pos else (None, None, None))))
+    return rows
+
+
 def write_report(path: Path, result: CompareResult, table: pd.DataFrame, curves: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
     out = Path(path).parent
-    return html_report(path, "bayesgeom compare: " + " vs ".join(result.labels), [
+    return html_report(path, "bayesgeom compare: " + " vs ".join(result.labels),
+                       findings(result, table), [
         ("Side by side (final layer)", side_by_side(table)),
-        ("Final-layer metrics", bars_figure(table)),
-        ("Per-layer curves on normalised depth", curves_figure(curves)),
+        ("Final-layer metrics", bars_figure(table), BARS_CAPTION),
+        ("Per-layer curves on normalised depth", curves_figure(curves), CURVES_CAPTION),
         ("Per-model reports", "; ".join(f"{lab}: {out / lab / 'report.html'}"
                                         for lab in result.labels)),
     ], manifest)
 
 
 def format_summary(result: CompareResult) -> str:
-    """The side-by-side table as text."""
-    wide = pd.read_csv(Path(next(iter(result.models.values())).run_dir).parent
-                       / "side_by_side.csv")
-    return format_wide(wide)
+    """The verdict table (:func:`findings`, from the run's ``table.parquet``), then the
+    side-by-side table as text."""
+    out = Path(next(iter(result.models.values())).run_dir).parent
+    wide = pd.read_csv(out / "side_by_side.csv")
+    return (findings_text(findings(result, pd.read_parquet(out / "table.parquet"))) + "\n"
+            + format_wide(wide))
 
 
 def format_wide(wide: pd.DataFrame) -> str:

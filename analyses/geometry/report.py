@@ -16,12 +16,25 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ...probes import Interval
+from ..kit.findings import findings_text
 from ..kit.html import COLORS, html_report, legend_names
+from .findings import findings
 from .measures import CORE_SPECS, MetricSpec
 from .probes import catalogue
 from .result import GeometryResult, MetricRow, SetSummary, abs_interval, metrics_table
 
 CORE = {s.name for s in CORE_SPECS}
+
+#: what to look for in :func:`pca_scatter`
+SCATTER_CAPTION = ("Look for: the colour (next-token entropy) changing steadily along PC1, the "
+                   "ordering Paper III reports; colours scattered at random along PC1 mean it "
+                   "does not track entropy. Hover a point for its prompt.")
+#: what to look for in :func:`layer_curves`
+CURVES_CAPTION = ("Look for: each solid line (the trained model, shaded 95 % interval) against "
+                  "the dotted line of the same colour (the same analysis on its random-init "
+                  "twin) and the dashed one (position alone); only a gap over both is the "
+                  "model's own. In the key panel lower is more orthogonal; the grey lines are "
+                  "chance references and Paper III's criterion.")
 
 
 def pca_scatter(prompts: pd.DataFrame, prompt_set: str, layer: int) -> go.Figure:
@@ -191,7 +204,7 @@ def key_text(result: GeometryResult) -> str:
 
 def write_report(path: Path, result: GeometryResult, prompts: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
-    sections: list[tuple[str, object]] = [
+    sections: list[tuple[str, object] | tuple[str, object, str]] = [
         (f"Table 1: final-token values at layer {result.layer} ({result.model})",
          table1(result)),
         ("Bootstrap note", "Intervals are percentile intervals over prompts (PCA refitted on each "
@@ -203,19 +216,22 @@ def write_report(path: Path, result: GeometryResult, prompts: pd.DataFrame,
     ]
     for s in result.prompt_sets:
         sections.append((f"PCA scatter: {s}", pca_scatter(prompts[prompts["prompt_set"] == s],
-                                                          s, result.layer)))
-    sections.append(("Per-layer curves", layer_curves(result)))
+                                                          s, result.layer), SCATTER_CAPTION))
+    sections.append(("Per-layer curves", layer_curves(result), CURVES_CAPTION))
     extra = measures_table(result)
     if len(extra):
         sections.append((f"Further measures (layer {result.layer}, or as measured)", extra))
     if result.pool.skipped_sources:
         sections.append(("Skipped corpora", "; ".join(result.pool.skipped_sources)))
-    return html_report(path, f"bayesgeom geometry: {result.model}", sections, manifest)
+    return html_report(path, f"bayesgeom geometry: {result.model}", findings(result), sections,
+                       manifest)
 
 
 def format_summary(result: GeometryResult) -> str:
-    """A few human-readable lines (the CLI prints these without --json)."""
-    lines = [f"{result.model}: final-token values at layer {result.layer} ({result.site}), "
+    """The verdict table (:func:`findings`), then a few human-readable lines (the CLI prints
+    these without --json)."""
+    lines = [findings_text(findings(result)),
+             f"{result.model}: final-token values at layer {result.layer} ({result.site}), "
              f"{result.entropy_target}",
              f"  {'set':<11}{'n':>4}  {'PC1 % [95% CI]':<22}{'PC1+PC2 % [95% CI]':<22}"
              f"{'|rho(PC1,H)|':>13}{'probe R2':>10}{'focus %':>9}  criteria"]

@@ -1,18 +1,25 @@
-"""Figures, tables and terminal view of a layer-geometry run
-(:mod:`analyses.layer_geometry.run`)."""
+"""The verdict table, figures, tables and terminal view of a layer-geometry run
+(:mod:`analyses.layer_geometry.run`).
+
+The run sets every final-layer number beside its controls (the random-init twin, position
+alone, the shuffled target) but records no interval or test, so its findings give the numbers
+and gaps side by side and no verdict.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import COLORS, html_report
 from ..kit.numbers import num
-from .result import LayerGeometryResult
+from .result import LayerGeometryResult, LayerMetrics
 
 #: metric -> (panel title, y-axis range or None)
 PANELS = {
@@ -25,6 +32,18 @@ PANELS = {
 DASH = {"trained": "solid", "random_init": "dash", "position_only": "dot",
         "shuffled_target": "dashdot"}
 
+#: what to look for in :func:`curves_figure`
+CURVES_CAPTION = ("Look for: the solid trained line above the dashed random-init twin, the "
+                  "dotted position-only line and the dash-dotted shuffled target (R² and "
+                  "silhouette only) in the R², correlation and silhouette panels; only a gap "
+                  "over all of them is the trained model's own.")
+#: what to look for in :func:`scatter_figure`
+SCATTER_CAPTION = ("Look for: the trained rows (top) falling into separate clouds, one colour "
+                   "per argmax-posterior state (Paper I v3's clusters), with H_Bayes varying "
+                   "inside each cloud (right); the random-init rows (bottom) show what "
+                   "untrained weights give.")
+NO_CRITERION = "no criterion: the run records no interval or test"
+
 
 def curves_figure(table: pd.DataFrame) -> go.Figure:
     """One panel per metric of :data:`PANELS`: value per layer, one line per condition."""
@@ -32,7 +51,8 @@ def curves_figure(table: pd.DataFrame) -> go.Figure:
                                                                   PANELS.values()])
     for j, (metric, (_, yr)) in enumerate(PANELS.items(), start=1):
         sub = table[table["metric"] == metric]
-        for i, (c, g) in enumerate(sub.groupby("condition", sort=False)):
+        for c, g in sub.groupby("condition", sort=False):
+            i = list(DASH).index(str(c)) if str(c) in DASH else len(DASH)
             fig.add_trace(go.Scatter(
                 x=g["layer"], y=g["value"], name=str(c), mode="lines+markers",
                 legendgroup=str(c), showlegend=j == 1,
@@ -94,8 +114,62 @@ def _n(x: float | None, nd: int = 3) -> str:
     return num(x, nd)
 
 
+def _gaps(value: float, controls: dict[str, float]) -> str:
+    """"gap +x over the random-init twin, …" for each finite control."""
+    out = [f"gap {value - v:+.3g} over {name}" for name, v in controls.items()
+           if np.isfinite(value) and np.isfinite(v)]
+    return "; ".join([NO_CRITERION, *out])
+
+
+def findings(res: LayerGeometryResult) -> list[Finding]:
+    """The verdict table of a layer-geometry run (module doc): the final layer's H_Bayes
+    decoding, argmax-state clusters and PC1 share, and the calibration, each beside its
+    controls."""
+    c = res.conditions
+    last: LayerMetrics = c["trained"].layers[-1]
+    twin: LayerMetrics = c["random_init"].layers[-1]
+    pos: LayerMetrics = c["position_only"].layers[0]
+    ref = res.paper_hmm.get(res.arch, {}) if res.task == "hmm" else {}
+    where = f"final layer {last.layer} (resid_post), {res.n_rows} held-out rows"
+
+    def paper(metric: str) -> str:
+        return (f"; Paper I v3 ({res.arch}, HMM) {sig(ref[metric])}" if metric in ref else "")
+
+    def row(claim: str, metric: str, shuffled: float | None = None) -> Finding:
+        v = float(getattr(last, metric))
+        ctl = {"the random-init twin": float(getattr(twin, metric)),
+               "position only": float(getattr(pos, metric))}
+        if shuffled is not None:
+            ctl["the shuffled target"] = shuffled
+        return Finding(f"{claim}, {where}", v,
+                       control="; ".join(f"{k.removeprefix('the ')} {sig(x)}"
+                                         for k, x in ctl.items()),
+                       survives=None, evidence=_gaps(v, ctl) + paper(metric),
+                       undefined="too few rows or a constant target")
+
+    mae, twin_mae = c["trained"].entropy_mae_bits, c["random_init"].entropy_mae_bits
+    return [
+        row("the residual stream encodes H_Bayes linearly (Paper I v3: linear R² of H_Bayes, "
+            "80/20 split, per row)", "linear_r2_h", last.linear_r2_h_shuffled),
+        row("rows cluster by the argmax-posterior state (Paper I v3 'clusters': silhouette "
+            "on the top 10 PCs)", "silhouette_argmax", last.silhouette_argmax_shuffled),
+        row("PC1 share of variance (Paper I v3: centred PCA)", "pc1_ratio"),
+        Finding("the model's entropy is calibrated (entropy MAE: mean |H_model − H_Bayes| per "
+                "row)", float("nan") if mae is None else mae, unit="bits",
+                control=f"random-init twin {sig(twin_mae)} bits", survives=None,
+                evidence=_gaps(float("nan") if mae is None else mae,
+                               {} if twin_mae is None else {"the twin": twin_mae}),
+                undefined="not measured"),
+    ]
+
+
 def format_summary(res: LayerGeometryResult) -> str:
-    """A compact terminal table: per layer, trained vs random-init vs position-only."""
+    """The verdict table (:func:`findings`), then :func:`summary_table`."""
+    return findings_text(findings(res)) + "\n" + summary_table(res)
+
+
+def summary_table(res: LayerGeometryResult) -> str:
+    """A compact table: per layer, trained vs random-init vs position-only."""
     c = res.conditions
     pos = c["position_only"].layers[0]
     steps = "?" if res.steps is None else f"{res.steps:,}"
@@ -124,10 +198,11 @@ def format_summary(res: LayerGeometryResult) -> str:
 
 def write_report(path: Path, res: LayerGeometryResult, table: pd.DataFrame,
                  scatter: pd.DataFrame, manifest: dict[str, Any]) -> Path:
-    return html_report(path, f"Layer geometry — {res.arch} on {res.task} ({res.model})", [
-        ("Summary", format_summary(res)),
-        ("Per layer (resid_post), beside its controls", curves_figure(table)),
+    return html_report(path, f"Layer geometry — {res.arch} on {res.task} ({res.model})",
+                       findings(res), [
+        ("Summary", summary_table(res)),
+        ("Per layer (resid_post), beside its controls", curves_figure(table), CURVES_CAPTION),
         ("Last layer: 2-D PCA coloured by argmax posterior and by H_Bayes",
-         scatter_figure(scatter, res)),
+         scatter_figure(scatter, res), SCATTER_CAPTION),
         ("Per layer × condition", wide_table(table)),
     ], manifest)

@@ -12,13 +12,25 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ...probes.energy_controls import EFFECTIVE_FLOOR
-from ..kit.html import html_report
+from ..kit.findings import findings_text
+from ..kit.html import COLORS, html_report
+from .findings import findings
 from .passes import EFFECTS
 from .result import SteerResult
 from .scores import RELATIVE_METRICS
 from .stats import p_text, shortfalls
 
 #: (kind, metric, y label) panels of the dose–response figure
+#: what to look for in :func:`dose_response`
+DOSE_CAPTION = ("Look for: an entropy-axis line (one colour per effect; solid total, dotted "
+                "norm-frozen, dashed direct-path) leaving the shaded band of the same colour, "
+                "where 90 % of the control edits fall; inside the band the axis edit does no "
+                "more than an edit of equal energy along a control direction.")
+#: what to look for in :func:`per_group`
+GROUP_CAPTION = ("Look for: the dashed axis-edit lines moving away from the clean model's "
+                 "line, and towards or away from the black exact-Bayes line; lines on top of "
+                 "the clean one mean the edit leaves the model's uncertainty as it was.")
+
 PANELS = (
     ("cut", "mae", "Δ calibration MAE (bits)"),
     ("cut", "kl_clean", "KL(clean ‖ edited) (bits)"),
@@ -47,20 +59,23 @@ def dose_response(table: pd.DataFrame) -> go.Figure:
         t = t[t["kind"] == kind]
         if t.empty:
             continue
-        for eff, dash in zip(EFFECTS, (None, "dot", "dash"), strict=True):
+        for j, (eff, dash) in enumerate(zip(EFFECTS, ("solid", "dot", "dash"), strict=True)):
             e = t[t["effect"] == eff]
             if e.empty:
                 continue
+            color = COLORS[j % len(COLORS)]
             null = e[e["direction"] != "axis"].groupby("param")["change"]
             lo, hi = null.quantile(0.05), null.quantile(0.95)
             xs = lo.index.to_numpy()
             fig.add_scatter(x=np.r_[xs, xs[::-1]], y=np.r_[hi.to_numpy(), lo.to_numpy()[::-1]],
-                            fill="toself", line={"width": 0}, opacity=0.25,
+                            fill="toself", line={"width": 0, "color": color},
+                            fillcolor=color, opacity=0.25,
                             name=f"controls 5–95 % ({eff})", legendgroup=f"null-{eff}",
                             showlegend=i == 0, row=r + 1, col=c + 1)
             a = e[e["direction"] == "axis"].sort_values("param")
             fig.add_scatter(x=a["param"], y=a["change"], mode="lines+markers",
-                            line={"dash": dash}, name=f"entropy axis ({eff})",
+                            line={"dash": dash, "color": color},
+                            name=f"entropy axis ({eff})",
                             legendgroup=f"axis-{eff}", showlegend=i == 0, row=r + 1, col=c + 1)
         fig.update_xaxes(title_text="fraction removed" if kind == "cut" else "shift δ (σ)",
                          row=r + 1, col=c + 1)
@@ -78,15 +93,16 @@ def per_group(table: pd.DataFrame, result: SteerResult) -> go.Figure:
     fig.add_scatter(x=ks, y=[clean[str(k)].h_bayes for k in ks], name="exact Bayes",
                     mode="lines+markers", line={"color": "black"})
     fig.add_scatter(x=ks, y=[clean[str(k)].h_model for k in ks], name="model (clean)",
-                    mode="lines+markers")
+                    mode="lines+markers", line={"color": COLORS[0]})
     metric = f"h_model_by_{g}"
-    for cond in ("cut+1", "keep_only", "shift-1", "shift+1"):
+    for i, cond in enumerate(("cut+1", "keep_only", "shift-1", "shift+1"), start=1):
         t = table[(table["condition"] == cond) & (table["direction"] == "axis")
                   & (table["effect"] == "total") & (table["metric"] == metric)]
         if not t.empty:
             t = t.sort_values("group")
             fig.add_scatter(x=t["group"].astype(int), y=t["value"], name=f"axis {cond}",
-                            mode="lines+markers", line={"dash": "dash"})
+                            mode="lines+markers",
+                            line={"dash": "dash", "color": COLORS[i % len(COLORS)]})
     fig.update_layout(template="plotly_white", xaxis_title=g,
                       yaxis_title="mean entropy over the hypotheses (bits)")
     return fig
@@ -184,12 +200,12 @@ def write_report(path: Path, result: SteerResult, table: pd.DataFrame,
              + setup_text(result) + f" Clean: calibration MAE {c.mae:.3f} bits, "
              f"corr(H_model, H_Bayes) {_f(c.corr, 3)}, KL(Bayes ‖ model) {c.kl_bayes:.3f} "
              "bits. " + survival_text(result) + "".join(f" Note: {n}" for n in result.notes))
-    return html_report(path, f"bayesgeom steer: {result.model}", [
+    return html_report(path, f"bayesgeom steer: {result.model}", findings(result), [
         ("Set-up", intro),
-        ("Dose–response against control directions", dose_response(table)),
-        (f"Entropy per {result.group_name}", per_group(table, result)),
+        ("Dose–response against control directions", dose_response(table), DOSE_CAPTION),
+        (f"Entropy per {result.group_name}", per_group(table, result), GROUP_CAPTION),
         ("Effects and p-values", effects_view(effects)),
-    ], manifest)
+    ], manifest, quick=result.quick)
 
 
 def survival_text(s: SteerResult) -> str:
@@ -226,12 +242,15 @@ def _signed(s: SteerResult, cond: str) -> str:
 
 
 def format_summary(s: SteerResult) -> str:
-    """A compact terminal table: per condition and effect, the axis effect on calibration MAE,
+    """The verdict table (:func:`findings`), then a compact terminal table: per condition and
+    effect, the axis effect on calibration MAE,
     KL to the exact posterior and to the clean distribution (each with its raw p, "≤ 1/(n+1)"
     at the floor), flips, the axis read-outs and the energy moved by the axis vs the controls;
     then which primary tests survive adjustment."""
     c = s.clean
-    head = (f"{s.model} · {s.task} · {s.n_prompts} prompts · sites {', '.join(s.sites)} · "
+    head = (findings_text(findings(s)) + "\n"
+            + ("QUICK RUN: a smoke test, no number below is a result\n" if s.quick else "")
+            + f"{s.model} · {s.task} · {s.n_prompts} prompts · sites {', '.join(s.sites)} · "
             f"{s.n_random} {s.null} controls · edit {s.edit_space}"
             + (" · next-token metrics on the hypothesis tokens only"
                if s.vocabulary == "hypotheses" else "") + "\n"

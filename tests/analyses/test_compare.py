@@ -8,8 +8,10 @@ import pandas as pd
 import pytest
 
 from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.compare.report import findings, format_summary
 from bayesgeom.analyses.compare.run import CompareConfig, run_compare
 from bayesgeom.analyses.geometry import run as geometry
+from bayesgeom.analyses.geometry.report import findings as geometry_findings
 from bayesgeom.analyses.geometry.run import GeometryConfig
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.analyses.kit.models import open_model
@@ -55,6 +57,26 @@ def test_same_metrics_for_both_models(compared):
     assert list(wide.columns) == ["metric", "wt · task", "llama · legal"]
     c = pd.read_parquet(cfg.out / "curves.parquet")
     assert c["depth"].between(0, 1).all() and set(c["label"]) == {"wt", "llama"}
+
+
+def test_verdicts_are_the_geometry_runs_own_and_lead_the_report(compared):
+    """Per model: key orthogonality and |ρ(PC1, entropy)| against the twin (and position),
+    read from the comparison's table with the very verdicts each geometry run gives."""
+    cfg, s = compared
+    rows = findings(s, pd.read_parquet(cfg.out / "table.parquet"))
+    assert len(rows) == 4
+    for i, lab in enumerate(("wt", "llama")):
+        key, rho = rows[2 * i: 2 * i + 2]
+        assert key.claim.startswith(f"{lab}: keys orthogonal") and "twin" in key.control
+        assert rho.claim.startswith(f"{lab} · ") and "position alone" in rho.control
+        own = {f.claim: f for f in geometry_findings(s.results[lab])}
+        for mine in (key, rho):
+            theirs = own[mine.claim.removeprefix(f"{lab}: ").removeprefix(f"{lab} · ")]
+            assert (mine.survives, mine.value) == (theirs.survives, pytest.approx(theirs.value))
+            assert mine.evidence == theirs.evidence
+    assert format_summary(s).startswith("What was found")
+    html = (cfg.out / "report.html").read_text()
+    assert html.index("What was found") < html.index("Side by side") < html.index("Look for:")
 
 
 def test_rerun_reuses_finished_runs(compared, monkeypatch):

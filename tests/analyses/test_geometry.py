@@ -13,6 +13,7 @@ import pytest
 from bayesgeom import interp
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.geometry.entropy_sampler import quantile_bins
+from bayesgeom.analyses.geometry.report import findings
 from bayesgeom.analyses.geometry.result import GeometryResult
 from bayesgeom.analyses.geometry.run import GeometryConfig, run_geometry
 from bayesgeom.analyses.kit.errors import ExperimentError
@@ -82,6 +83,14 @@ def test_summary_has_the_paper_iii_fields(llama_run):
     assert "git_commit" in man
     html = (out / "report.html").read_text()
     assert "Table 1" in html and "PCA scatter: legal" in html and html.count("plotly") > 3
+    # the verdict table comes first; every figure says what to look for
+    assert html.index("What was found") < html.index("Table 1")
+    assert html.count("Look for:") == len(result.prompt_sets) + 1
+    rows = findings(result)
+    assert [r.claim.split(" (")[0] for r in rows] == [
+        "mixed, layer 1: low-dimensional value manifold", "mixed, layer 1: PC1 tracks entropy",
+        "keys orthogonal", "mixed, layer 1: attention focuses through depth"]
+    assert all("random-init twin" in r.control for r in rows)
 
 
 def test_summary_json_is_the_typed_result(llama_run):
@@ -205,6 +214,7 @@ def test_cli_prints_the_json_summary(text_models, tmp_path, capsys, base_corpora
                "--out", str(tmp_path), "--no-progress", "--restart"])
     text = capsys.readouterr().out
     assert rc == 0 and "legal" in text and "key orthogonality" in text and "report.html" in text
+    assert text.lstrip().startswith("What was found")
 
 
 @pytest.mark.parametrize("args, msg", [

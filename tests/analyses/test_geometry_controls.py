@@ -13,6 +13,7 @@ import pytest
 from bayesgeom import interp
 from bayesgeom.analyses.compare import run as compare
 from bayesgeom.analyses.geometry import probes as geometry_probes
+from bayesgeom.analyses.geometry.report import findings
 from bayesgeom.analyses.geometry.run import GeometryConfig, run_geometry
 from bayesgeom.analyses.kit.models import open_model
 from bayesgeom.windtunnel import make_task
@@ -52,6 +53,9 @@ def test_a_model_at_random_init_is_indistinguishable_from_its_control(tmp_path):
         assert v == pytest.approx(mine[k], rel=1e-6, abs=1e-9, nan_ok=True), k
     assert r.key_orthogonality.init_mean_abs_cos == pytest.approx(
         r.key_orthogonality.mean_abs_cos)
+    # no claim survives a twin that is the model itself
+    rows = findings(r)
+    assert len(rows) >= 4 and all(f.survives is False for f in rows), rows
 
 
 def test_a_trained_runs_twin_is_its_own_step_zero(hmm_run):
@@ -76,6 +80,12 @@ def test_a_trained_wind_tunnel_separates_from_its_random_init(hmm_run, tmp_path)
                    "key_mean_abs_cos", "vm_pc1", "token_key_abs_cos"):
         assert (metric, "random_init") in refs, metric
     assert {("probe_r2", "position"), ("abs_spearman_pc1", "position")} <= refs
+    # the verdicts: the keys are less orthogonal than at initialisation (mean |cos| up), so
+    # that claim does not survive its twin
+    rows = {f.claim.split(" (")[0]: f for f in findings(r)}
+    key = rows["keys orthogonal"]
+    assert key.survives is False and "random-init twin" in key.control
+    assert "gap +" in key.evidence
 
 
 def test_position_confound_of_bijection_without_replacement_is_stated(windtunnel_run, tmp_path):
@@ -87,3 +97,6 @@ def test_position_confound_of_bijection_without_replacement_is_stated(windtunnel
     # what is left of the exact entropy given position is (almost) nothing to correlate with
     assert not np.isfinite(pc.partial_abs_rho_pc1) or pc.partial_abs_rho_pc1 < 0.5
     assert table.rho_pc1_bayes_entropy is not None
+    # so the claim that PC1 tracks the exact entropy does not survive the position control
+    row = next(f for f in findings(r) if "PC1 tracks bayes entropy" in f.claim)
+    assert row.survives is False and "position alone explains" in row.evidence

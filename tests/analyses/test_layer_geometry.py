@@ -10,6 +10,7 @@ import pytest
 
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.analyses.layer_geometry.report import findings, format_summary
 from bayesgeom.analyses.layer_geometry.result import METRICS, LayerGeometryResult
 from bayesgeom.analyses.layer_geometry.run import LayerGeometryConfig, run_layer_geometry
 from bayesgeom.records import read_result
@@ -64,6 +65,20 @@ def test_table_has_a_row_per_layer_metric_and_condition(hmm_runs, tmp_path, arch
     scatter = pd.read_parquet(out / "scatter.parquet")
     assert set(scatter["condition"]) == {"trained", "random_init"}
     assert len(scatter) == 2 * res.n_rows
+    # the verdict table leads: numbers beside every control, and no verdict (no test is run)
+    rows = findings(res)
+    assert len(rows) == 4 and all(r.survives is None for r in rows)
+    assert all("no criterion" in r.evidence for r in rows)
+    last = res.conditions["trained"].layers[-1]
+    assert rows[0].value == pytest.approx(last.linear_r2_h)
+    assert "random-init twin" in rows[0].control and "shuffled target" in rows[0].control
+    assert "position only" in rows[1].control
+    if arch == "mamba":
+        assert "Paper I v3 (mamba, HMM) 0.4" in rows[0].evidence
+    assert format_summary(res).startswith("What was found")
+    html = (out / "report.html").read_text()
+    assert html.index("What was found") < html.index("Summary")
+    assert html.count("Look for:") == 2
 
 
 def test_cli_writes_files_and_refuses_a_missing_model(hmm_runs, tmp_path, capsys):

@@ -19,7 +19,7 @@ from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.analyses.steer.nulls import LayerAxis, edit_directions, edit_energy
 from bayesgeom.analyses.steer.passes import PassOutput, Runner
-from bayesgeom.analyses.steer.report import format_summary
+from bayesgeom.analyses.steer.report import findings, format_summary
 from bayesgeom.analyses.steer.run import SteerConfig, run_steer
 from bayesgeom.analyses.steer.scores import CleanRef, Condition, score, tidy
 from bayesgeom.analyses.steer.stats import effects_table
@@ -419,6 +419,27 @@ def test_windtunnel_run_end_to_end_resumes_and_reproduces(windtunnel_run, tmp_pa
     assert (shifts.max() - shifts.min()).max() < 1e-9  # a shift adds (δσ)² along any direction
     text = format_summary(s)
     assert "no verdict" in text and "hypothesis tokens only" in text
+    # the verdict table opens the summary and the report: four controls withhold every verdict
+    assert text.startswith("What was found")
+    rows = findings(s)
+    assert 2 <= len(rows) <= 6 and "read-out" in rows[0].claim
+    edits = rows[1:]
+    assert [r.claim.split(":")[0] for r in edits] == [
+        "full cut of the axis component", "keep only the axis component",
+        "shift of -1σ along the axis", "shift of +1σ along the axis"]
+    assert all(r.survives is None and "verdict withheld" in r.evidence for r in edits)
+    assert all("effective number" in r.control and r.unit == "bits" for r in edits)
+    html = (out / "report.html").read_text()
+    assert html.index("What was found") < html.index("Set-up") < html.index("Look for:")
+    # where the run gives a verdict the table carries it; a quick run gives none
+    from dataclasses import replace
+    stat = s.headline["cut+1"]["total"]["d_kl_bayes"]
+    planted = replace(s, verdict_withheld=False, headline={**s.headline, "cut+1": {
+        "total": {"d_kl_bayes": replace(stat, survives=True, p_holm_primary=0.01)}}})
+    assert findings(planted)[1].survives is True and "0.01" in findings(planted)[1].evidence
+    assert findings(replace(s, verdict_withheld=False))[2].survives is False
+    quick = findings(replace(planted, quick=True))
+    assert all(r.survives is None for r in quick) and "quick run" in quick[1].evidence
     if eff["at_floor"].any():
         assert "≤ 1/5" in text
     # every p-value is recomputed from the per-direction rows of the table, independently

@@ -12,6 +12,7 @@ import pytest
 from bayesgeom import interp
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.prompts.sula import label_token, pick_labels, sula_prompts
+from bayesgeom.analyses.sula.report import findings, format_summary
 from bayesgeom.analyses.sula.result import SulaResult
 from bayesgeom.analyses.sula.run import SulaConfig, run_sula
 from bayesgeom.records import read_result, to_json
@@ -90,6 +91,21 @@ def test_run_writes_tables_summary_and_report(sula_run):
     assert np.isnan(s.conditions["shuffled"].corr)  # H_Bayes is constant
     assert "pc1" in t and np.isfinite(t["pc1"]).all()
     assert s.site == f"attn.{m.n_layers - 1}.v" and s.reused_conditions == []
+
+
+def test_report_and_summary_open_with_the_verdict_table(sula_run):
+    """The run records no test of main against its controls: every finding says so, with the
+    control conditions' and Paper III's numbers beside it."""
+    _, cfg, s = sula_run
+    rows = findings(s)
+    assert len(rows) == 4 and all(r.survives is None for r in rows)
+    assert all("no criterion" in r.evidence for r in rows)
+    assert rows[0].value == pytest.approx(s.conditions["main"].mae) and rows[0].unit == "bits"
+    assert "shuffled labels" in rows[0].control and "Paper III" in rows[0].control
+    assert "evidence ablation" in rows[2].control
+    assert format_summary(s).startswith("What was found")
+    html = (cfg.out / "report.html").read_text()
+    assert html.index("What was found") < html.index("Summary") < html.index("Look for:")
 
 
 def test_rerun_reuses_scores_and_matches(sula_run, monkeypatch):

@@ -1,0 +1,139 @@
+"""What a steering run found (:mod:`analyses.steer.run`): the verdict table its report and
+summary open with.
+
+One row reads the clean axis (Paper III's read-out, no control), then one row per headline
+edit -- the largest cut, keep-only, the strongest shift each way, and any other surviving
+condition -- each the run's declared primary test: the change in KL(Bayes ‖ model) under the
+edit along the entropy axis against the same edit along the control directions, its Holm p
+over the primary family and the controls' effective number. Every verdict is the run's own
+(``EffectStat.survives``); none where the run withheld it or was a quick run.
+
+Example:
+    >>> _label("cut+1"), _label("cut+0.5"), _label("keep_only"), _label("shift-2")
+    ('full cut of the axis component', 'cut of 50 % of the axis component', \
+'keep only the axis component', 'shift of -2σ along the axis')
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...probes.energy_controls import EFFECTIVE_FLOOR
+from ..kit.findings import Finding, sig
+from .result import EffectStat, SteerResult
+from .stats import PRIMARY_EFFECT, PRIMARY_METRIC, p_text
+
+#: the most condition rows a verdict table gets
+MAX_CONDITIONS = 5
+
+NULL_NAMES = {"energy": "energy-matched control directions",
+              "variance": "variance-matched control directions",
+              "norm": "norm-matched control directions",
+              "pcs": "other principal components"}
+
+
+def _param(cond: str) -> float:
+    """The fraction or δ of a condition key (``cut+0.5`` → 0.5; NaN for keep-only)."""
+    for kind in ("cut", "shift"):
+        if cond.startswith(kind):
+            try:
+                return float(cond[len(kind):])
+            except ValueError:
+                return math.nan
+    return math.nan
+
+
+def _label(cond: str) -> str:
+    """A condition key in words."""
+    v = _param(cond)
+    if cond == "keep_only":
+        return "keep only the axis component"
+    if cond.startswith("cut"):
+        return ("full cut of the axis component" if v == 1 else
+                f"cut of {100 * v:g} % of the axis component")
+    if cond.startswith("shift"):
+        return f"shift of {v:+g}σ along the axis"
+    return cond
+
+
+def headline_conditions(r: SteerResult) -> list[str]:
+    """The conditions the verdict table shows, in run order: the largest cut, keep-only, the
+    most negative and most positive shift, then surviving others (at most
+    :data:`MAX_CONDITIONS`)."""
+    cuts = [c for c in r.conditions if c.startswith("cut")]
+    shifts = sorted((c for c in r.conditions if c.startswith("shift")), key=_param)
+    pick = {max(cuts, key=_param)} if cuts else set()
+    pick |= {c for c in r.conditions if c == "keep_only"}
+    pick |= {shifts[0], shifts[-1]} if shifts else set()
+    pick |= set(r.survivors) | set(r.survivors_parametric)
+    return [c for c in r.conditions if c in pick][:MAX_CONDITIONS]
+
+
+def n_effective(r: SteerResult) -> float:
+    """The controls' effective number (the smallest over the edited layers)."""
+    return min((c.n_effective for c in r.controls.values()), default=math.nan)
+
+
+def _readout(r: SteerResult) -> Finding:
+    layer = str(r.layers[-1])
+    v = r.clean.axis_proj_corr.get(layer, math.nan)
+    why = ("the axis coordinate is constant over the prompts" if layer in
+           r.clean.axis_proj_corr else "not recorded by this run")
+    return Finding(
+        f"the entropy axis reads the model's entropy on the clean pass (Paper III read-out: "
+        f"corr(axis.project(x), H_model), layer {layer}, per prompt)", v,
+        control="none: the axis is fitted to this entropy on these prompts",
+        survives=None, evidence="in-sample fit, no control; the edits below test use",
+        undefined=why)
+
+
+def _no_verdict(r: SteerResult) -> str:
+    """Why no condition gets a verdict ('' when they do)."""
+    if r.quick:
+        return "quick run: not a result"
+    if r.verdict_withheld:
+        return (f"verdict withheld: the {r.n_random} controls amount to {sig(n_effective(r))} "
+                f"independent directions (fewer than {EFFECTIVE_FLOOR})")
+    return ""
+
+
+def _edit_row(r: SteerResult, cond: str, st: EffectStat) -> Finding:
+    m = len(r.conditions)
+    null = NULL_NAMES.get(r.null, r.null)
+    control = (f"{r.n_random} {null} (effective number {sig(n_effective(r))}): mean "
+               f"{sig(st.null_mean)} bits")
+    side = ("larger" if abs(st.axis) > abs(st.null_mean) else "smaller") \
+        if math.isfinite(st.axis) and math.isfinite(st.null_mean) else "undefined"
+    evidence = [f"p (Holm, primary family of {m}) {sig(st.p_holm_primary)}",
+                f"raw p {p_text(st.p, st.n_null, st.at_floor)}",
+                *([f"parametric p (Holm, primary) {sig(st.p_z_holm_primary)}"]
+                  if math.isfinite(st.p_z_holm_primary) else []),
+                f"|effect| {side} than the controls'",
+                f"energy moved: axis {sig(st.energy_axis)}, controls {sig(st.energy_null)}"]
+    why = _no_verdict(r)
+    survives: bool | None = None if why else st.survives
+    if why:
+        evidence.insert(0, why)
+    elif r.n_random < r.controls_needed:
+        evidence.append(f"with {r.n_random} controls no permutation p can survive Holm "
+                        f"(needs {r.controls_needed})")
+    if not why and not r.parametric_reliable:
+        evidence.append("controls do not carry the axis' energy: see the caveats")
+    if r.notes:
+        evidence.append("confound: " + r.notes[0].split(":")[0])
+    return Finding(
+        f"{_label(cond)}: ΔKL(Bayes ‖ model) against the same edit along the controls "
+        f"(Paper III intervention at every edited layer; the primary test, {PRIMARY_EFFECT} "
+        "effect, mean over prompts)", st.axis, control=control,
+        survives=survives, evidence="; ".join(evidence), unit="bits",
+        undefined="the edited pass gave no finite KL to the exact posterior")
+
+
+def findings(result: SteerResult) -> list[Finding]:
+    """The verdict table of a steering run (module doc)."""
+    rows = [_readout(result)]
+    for cond in headline_conditions(result):
+        st = result.headline.get(cond, {}).get(PRIMARY_EFFECT, {}).get(PRIMARY_METRIC)
+        if st is not None:
+            rows.append(_edit_row(result, cond, st))
+    return rows
