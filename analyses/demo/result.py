@@ -28,8 +28,9 @@ class TrainRow:
 @dataclass
 class DemoResult:
     """The demo: the bijection race (``windtunnel``: transformer and MLP baselines, task
-    ``task`` with ``V`` hypotheses), the HMM transformer (``hmm``) whose geometry and steering
-    (``steer_windtunnel``) the demo measures, the comparison, SULA and the LLM's steering."""
+    ``task`` with ``V`` hypotheses), the HMM transformer (``hmm``, beside ``hmm_controls``)
+    whose geometry and steering (``steer_windtunnel``) the demo measures, the comparison, SULA
+    and the LLM's steering."""
 
     task: str
     V: int
@@ -42,5 +43,9 @@ class DemoResult:
     steer_windtunnel: SteerResult
     timings_s: dict[str, float] = field(default_factory=dict)
     quick: bool = False
+    #: the HMM controls on the HMM transformer's held-out sequences: per-sample entropy MAE
+    #: (Paper I, bits) of the history-free filter and of the filter that sees only the last
+    #: w observations ("window w"), against the exact filter
+    hmm_controls: dict[str, float] = field(default_factory=dict)
 
 

@@ -36,6 +36,8 @@ from pathlib import Path
 import pandas as pd
 
 from ... import interp
+from ...windtunnel import make_task
+from ...windtunnel.hmm import window_ladder
 from ...windtunnel.training import TrainConfig, TrainResult, train
 from ..compare import run as compare
 from ..geometry.run import GeometryConfig
@@ -95,6 +97,21 @@ def train_windtunnels(c: DemoConfig, out: Path) -> dict[str, TrainResult]:
     return runs
 
 
+#: the windows of the HMM control ladder the demo reports
+HMM_WINDOWS = (2, 3, 4)
+
+
+def hmm_controls(c: DemoConfig) -> dict[str, float]:
+    """The HMM transformer's controls, on the very held-out sequences its final evaluation
+    scored (same seed and count): the history-free filter and the last-w-observations filters
+    (:func:`windtunnel.hmm.window_ladder`), entropy MAE in bits."""
+    cfg = _hmm_cfg(c)
+    ladder = window_ladder(make_task("hmm", **cfg.task_params), HMM_WINDOWS,
+                           n=cfg.final_eval_size, seed=cfg.seed)
+    return {("history-free" if w == "history-free" else f"window {w}"):
+            round(float(v["entropy_mae_bits"]), 6) for w, v in ladder.items()}
+
+
 # ---------------------------------------------------------------- 2–5. the LLM and steering
 def domain_set(paths: CorpusPaths | None, seed: int) -> str | None:
     """The first installed domain of :data:`DOMAIN_PREFERENCE` (None: only the mixed set)."""
@@ -140,6 +157,7 @@ def _demo(c: DemoConfig, llm: interp.InterpModel, out: Path, t0: float) -> DemoR
     hmm = train(_hmm_cfg(c), out / "windtunnel" / "hmm-transformer", progress=c.progress,
                 restart=c.restart)
     hmm_dir = str(out / "windtunnel" / "hmm-transformer")
+    controls = hmm_controls(c)
     t = lap("windtunnel_training", t)
 
     _say("[2/5] small vs large: geometry of the wind tunnels and the LLM, beside their controls")
@@ -174,7 +192,7 @@ def _demo(c: DemoConfig, llm: interp.InterpModel, out: Path, t0: float) -> DemoR
                         hmm=train_row(hmm, "transformer"),
                         prompt_sets=list(prompts), compare=cmp, sula=sula_s,
                         steer_llm=steer_llm, steer_windtunnel=steer_wt, timings_s=clock,
-                        quick=c.quick)
+                        quick=c.quick, hmm_controls=controls)
     from .report import headline_table, write_report
 
     write_run(c, result, model=llm, windtunnel_model=wt.info.to_dict(),

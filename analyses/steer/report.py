@@ -242,15 +242,18 @@ def _signed(s: SteerResult, cond: str) -> str:
 
 
 def format_summary(s: SteerResult) -> str:
-    """The verdict table (:func:`findings`), then a compact terminal table: per condition and
-    effect, the axis effect on calibration MAE,
+    """A quick run's banner, the verdict table (:func:`findings`), then :func:`details_text`."""
+    quick = "QUICK RUN: a smoke test, no number below is a result\n" if s.quick else ""
+    return quick + findings_text(findings(s)) + "\n" + details_text(s)
+
+
+def details_text(s: SteerResult) -> str:
+    """A compact terminal table: per condition and effect, the axis effect on calibration MAE,
     KL to the exact posterior and to the clean distribution (each with its raw p, "≤ 1/(n+1)"
     at the floor), flips, the axis read-outs and the energy moved by the axis vs the controls;
     then which primary tests survive adjustment."""
     c = s.clean
-    head = (findings_text(findings(s)) + "\n"
-            + ("QUICK RUN: a smoke test, no number below is a result\n" if s.quick else "")
-            + f"{s.model} · {s.task} · {s.n_prompts} prompts · sites {', '.join(s.sites)} · "
+    head = (f"{s.model} · {s.task} · {s.n_prompts} prompts · sites {', '.join(s.sites)} · "
             f"{s.n_random} {s.null} controls · edit {s.edit_space}"
             + (" · next-token metrics on the hypothesis tokens only"
                if s.vocabulary == "hypotheses" else "") + "\n"

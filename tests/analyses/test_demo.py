@@ -78,6 +78,11 @@ def test_demo_writes_every_step_and_one_offline_report(demo_run, capsys):
     assert np.isfinite(head[head.section == "windtunnel"]["value"]).all()
     html = (out / "report.html").read_text()
     assert "Run manifest" in html and "SULA" in html and "Dose–response" in html
+    # the verdict table first: every claim of the run, none with a verdict (a quick run)
+    assert html.index("QUICK RUN") < html.index("What was found") < html.index("<h2>1. Wind")
+    assert html.count("quick run: not a result") >= 4 and "survives</td>" not in html
+    assert "history-free filter" in html and text.index("What was found") < text.index("== wind")
+    assert set(summary.hmm_controls) == {"history-free", "window 2", "window 3", "window 4"}
     assert 'src="https://cdn.plot.ly' not in html and html.count("<script") >= 1
     assert json.loads((out / "manifest.json").read_text())["versions"]["torch"]
 
@@ -123,3 +128,30 @@ def test_demo_sizes_default_to_the_ten_minute_run_with_the_long_one_named():
     assert STANDARD.transformer_steps < FULL.transformer_steps
     with pytest.raises(ExperimentError, match="exclude each other"):
         DemoConfig(quick=True, paper=True).check()
+
+
+def test_the_wind_tunnel_verdicts_hold_each_transformer_against_its_controls():
+    """The bijection transformer survives below every MLP baseline; the HMM transformer does
+    not survive when it is no better than the history-free filter (the CPU plateau)."""
+    from types import SimpleNamespace
+
+    from bayesgeom.analyses.demo.report import windtunnel_findings
+    from bayesgeom.analyses.demo.result import TrainRow
+
+    def row(arch, mae):
+        return TrainRow(arch, 100, 2000, 60.0, mae, mae, mae, 0.1, 0.5)
+
+    r = SimpleNamespace(V=20, quick=False, windtunnel=[row("transformer", 0.022),
+                                                       row("mlp-flat", 0.31),
+                                                       row("mlp-position", 1.1)],
+                        hmm=row("transformer", 0.106),
+                        hmm_controls={"window 2": 0.047, "window 3": 0.015,
+                                      "history-free": 0.080})
+    bij, hmm = windtunnel_findings(r)
+    assert bij.survives is True and "14.1x below the best baseline" in bij.evidence
+    assert hmm.survives is False and "no better than the shortest window" in hmm.evidence
+    r.hmm = row("transformer", 0.03)
+    assert windtunnel_findings(r)[1].survives is True
+    assert "up to 2 observations" in windtunnel_findings(r)[1].evidence
+    r.quick = True
+    assert {f.survives for f in windtunnel_findings(r)} == {None}
