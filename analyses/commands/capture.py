@@ -115,12 +115,14 @@ def models(ns: argparse.Namespace) -> int:
     from ...interp.model import BACKENDS
     from ...interp.user_cache import cache_root
 
+    embedded = [embedded_model.cache_info(m) for m in embedded_model.MODELS]
     info = {
         "families": [{"name": f.name, "model_types": list(f.model_types),
                       "description": f.description} for f in FAMILIES],
         "generic": "any other HF causal LM with standard module names (q_proj/k_proj/v_proj, "
                    "or a fused qkv_proj)",
-        "default_model": embedded_model.cache_info(),
+        "default_model": embedded[0],
+        "embedded_models": embedded,
         "cache_root": str(cache_root()),
         "backends": list(BACKENDS),
     }
@@ -131,11 +133,14 @@ def models(ns: argparse.Namespace) -> int:
     for f in info["families"]:
         print(f"  {f['name']:<10} {f['description']}")
     print(f"  {'generic':<10} {info['generic']}")
-    d = info["default_model"]
-    state = {"cached": f"cached ({d['cache_bytes'] / 2**20:.0f} MiB, checksums verified)",
-             "damaged": f"damaged ({d.get('reason')}); the next load rebuilds it",
-             "not converted": "not converted yet"}.get(d.get("state"), str(d.get("state")))
-    print(f"default model: {d['name']} - {d['description']}")
-    print(f"  cache: {d['cache_dir']} [{state}]")
+    for i, d in enumerate(embedded):
+        state = {"cached": f"cached ({d['cache_bytes'] / 2**20:.0f} MiB, checksums verified)",
+                 "damaged": f"damaged ({d.get('reason')}); the next load rebuilds it",
+                 "not converted": "not converted yet"}.get(d.get("state"), str(d.get("state")))
+        if not d["installed"]:
+            state = f"not installed: {d['install']}"
+        print(f"{'default model' if i == 0 else 'embedded model'}: {d['name']} "
+              f"(also {', '.join(d['aliases'])}) - {d['description']}; licence {d['licence']}")
+        print(f"  cache: {d['cache_dir']} [{state}]")
     print(f"backends: {', '.join(info['backends'])}")
     return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 from ...records import option
 from ..geometry.config import GeometryConfig, check_config
 from ..kit.errors import ExperimentError
-from ..kit.run_options import RunOptions
+from ..kit.run_options import RunOptions, check_embedded
 
 #: name on the command line for the embedded default model
 DEFAULT_MODEL = "default"
@@ -22,11 +22,14 @@ class CompareConfig(RunOptions, experiment="compare"):
     """Models to compare and the geometry settings every one of them gets.
 
     ``models``: run directories, Hub names or local paths; None (or ``"default"``) is the
-    embedded SmolLM2. ``labels``: short names (None: derived from the models)."""
+    embedded SmolLM2, ``"gemma3-270m"`` the embedded Gemma-3-270m (the extra ``gemma``; a
+    missing package is refused by :meth:`check`, before any model loads). ``labels``: short
+    names (None: derived from the models)."""
 
     models: tuple[str | None, ...] = option(
         (None,), f"wind-tunnel run directories, Hub names or local paths; "
-                 f"'{DEFAULT_MODEL}' is the embedded SmolLM2", required=True)
+                 f"'{DEFAULT_MODEL}' is the embedded SmolLM2, 'gemma3-270m' the embedded "
+                 "Gemma-3-270m (extra gemma)", required=True)
     labels: tuple[str, ...] | None = option(None, "short names, one per model (comma-separated)")
     geometry: GeometryConfig = option(None, "the geometry settings of every model",
                                       factory=GeometryConfig, cli=False)
@@ -37,6 +40,8 @@ class CompareConfig(RunOptions, experiment="compare"):
         super().check()
         check_config(self.geometry)
         self.resolved_labels()
+        for spec in self.models:
+            check_embedded(spec, self.error)
 
     def resolved_labels(self) -> list[str]:
         if not self.models:

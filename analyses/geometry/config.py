@@ -12,7 +12,7 @@ from ...records import check_options, option
 from ..kit.errors import ExperimentError
 from ..kit.options import layers_option
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded, TwinSeeded
-from ..prompts.corpora import PROMPT_SETS, CorpusPaths
+from ..prompts.corpora import DEFINITION_DOMAINS, PROMPT_SETS, CorpusPaths, gcide_missing
 from ..prompts.segmentation import WindowSpec
 
 
@@ -45,16 +45,29 @@ class GeometryConfig(LoadOptions, ModelOptions, Batched, Seeded, TwinSeeded, Run
     corpus_paths: CorpusPaths | None = option(None, "where corpora are read", cli=False)
 
     def check(self) -> None:
-        """The shared checks (:meth:`RunOptions.check`) and the sizes (:func:`check_sizes`)."""
+        """The shared checks (:meth:`RunOptions.check`), the sizes (:func:`check_sizes`) and
+        the dictionary a definition set needs (:func:`check_corpora`)."""
         super().check()
         check_sizes(self)
+        check_corpora(self)
 
 
 def check_config(cfg: GeometryConfig) -> None:
-    """The options and the sizes of ``cfg`` (not its ``out``: ``compare`` and ``monitor`` run
-    geometry configs into folders of their own)."""
+    """The options, the sizes and the installed dictionary of ``cfg`` (not its ``out``:
+    ``compare`` and ``monitor`` run geometry configs into folders of their own)."""
     check_options(cfg, cfg.error)
     check_sizes(cfg)
+    check_corpora(cfg)
+
+
+def check_corpora(cfg: GeometryConfig) -> None:
+    """A definition domain (``gcide-*``) needs Debian's dict-gcide: one line saying how to
+    install it, before any model loads (the other corpora are read, and skipped with a
+    message, when the pool is built)."""
+    asked = [s for s in cfg.prompts or () if s in DEFINITION_DOMAINS]
+    why = gcide_missing(cfg.corpus_paths or CorpusPaths()) if asked else None
+    if why is not None:
+        raise ExperimentError(f"prompt set {asked[0]}: {why}")
 
 
 def check_sizes(cfg: GeometryConfig) -> None:

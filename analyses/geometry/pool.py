@@ -18,7 +18,7 @@ import pandas as pd
 from ...interp import InterpModel
 from ...records import Parts, fingerprint, write_table
 from ..kit.errors import ExperimentError
-from ..prompts.corpora import CorpusPaths
+from ..prompts.corpora import DEFINITION_DOMAINS, DOMAINS, CorpusPaths
 from ..prompts.pool import MIXED, PoolConfig, PoolError, build_pool
 from ..prompts.segmentation import WindowSpec
 from ..prompts.tasks import TASK_SET, task_pool
@@ -34,8 +34,10 @@ def candidate_pool(model: InterpModel, sets: list[str], size: int, seed: int,
     """The pool table and the skipped-source messages (a wind tunnel samples its task)."""
     if sets == [TASK_SET]:
         return task_pool(model.task, size, seed), []
+    extra = tuple(s for s in sets if s in DEFINITION_DOMAINS)
     try:
-        pool = build_pool(PoolConfig(size, seed, windows=windows), paths=corpus_paths)
+        pool = build_pool(PoolConfig(size, seed, (*DOMAINS, *extra), windows=windows),
+                          paths=corpus_paths)
         for s in sets:
             pool.select(s)  # raises with the install hint if a domain is unavailable
     except PoolError as e:
@@ -51,6 +53,15 @@ def prompt_inputs(rows: pd.DataFrame) -> list:
 def vocab_slice(model: InterpModel) -> slice | None:
     """The vocabulary the entropy is taken over: a wind tunnel's hypothesis tokens."""
     return model.task.hyp_slice if model.task is not None else None
+
+
+def needed_rows(pool: pd.DataFrame, sets: list[str]) -> np.ndarray:
+    """[n] bool: the rows some set draws from (a wind tunnel's task: all; ``mixed``: the mixed
+    pool's domains, never a definition domain that is not asked for)."""
+    if TASK_SET in sets:
+        return np.ones(len(pool), dtype=bool)
+    domain = pool["domain"]
+    return np.asarray(domain.isin(sets) | (domain.isin(DOMAINS) & (MIXED in sets)), dtype=bool)
 
 
 def _texts_sha256(pool: pd.DataFrame) -> str:
@@ -72,9 +83,7 @@ def score_pool(model: InterpModel, pool: pd.DataFrame, sets: list[str], out: Pat
     old = parts.get("pool", fp)
     if old is not None:
         pool["entropy_bits"] = old[POOL_FILE]["entropy_bits"].to_numpy()
-    whole = any(s in (MIXED, TASK_SET) for s in sets)
-    need = np.ones(len(pool), dtype=bool) if whole else pool["domain"].isin(sets).to_numpy()
-    todo = np.flatnonzero(need & pool["entropy_bits"].isna().to_numpy())
+    todo = np.flatnonzero(needed_rows(pool, sets) & pool["entropy_bits"].isna().to_numpy())
     if todo.size:
         rows = pool.iloc[todo]
         pool.loc[pool.index[todo], "entropy_bits"] = next_token_entropy(
@@ -89,7 +98,10 @@ def sample_set(pool: pd.DataFrame, name: str, n_per_bin: int, n_bins: int, seed:
                ) -> pd.DataFrame:
     """``n_per_bin`` prompts from each entropy quantile bin of the set's candidates, sorted by
     length (less padding per batch)."""
-    rows = pool if name in (MIXED, TASK_SET) else pool[pool["domain"] == name]
+    if name == TASK_SET:
+        rows = pool
+    else:
+        rows = pool[pool["domain"].isin(DOMAINS) if name == MIXED else pool["domain"] == name]
     try:
         idx, quint = stratified_sample(rows["entropy_bits"].to_numpy(), n_per_bin, n_bins, seed)
     except ValueError as e:

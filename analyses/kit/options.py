@@ -85,8 +85,8 @@ def layer_list(text: str) -> tuple[int, ...] | None:
 
 
 # ---------------------------------------------------------------- shared declarations
-MODEL_HELP = ("Hub name, local directory or wind-tunnel run directory "
-              "(default: the embedded SmolLM2-135M)")
+MODEL_HELP = ("Hub name, local directory or wind-tunnel run directory (default: the embedded "
+              "SmolLM2-135M; gemma3-270m: the embedded Gemma-3-270m, extra gemma)")
 DTYPES = ("float32", "fp32", "bfloat16", "bf16", "float16", "fp16", "auto")
 
 

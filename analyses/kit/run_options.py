@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -110,10 +111,25 @@ class RunOptions:
         folder of other files, another experiment's run; :func:`records.check_out`)."""
         check_options(self, self.error)
         check_out(self.out, self.experiment)
+        if isinstance(self, ModelOptions):
+            check_embedded(self.model, self.error)
 
     def error(self, message: str) -> ExperimentError:
         """An :class:`ExperimentError` of this experiment."""
         return ExperimentError(message, self.experiment)
+
+
+def check_embedded(spec: object, error: Callable[[str], ExperimentError]) -> None:
+    """A model option that names an embedded model whose PyPI package is missing (Gemma's
+    optional extra): one line saying what to install, before anything loads (a cheap package
+    lookup; :func:`interp.embedded_catalogue.check_spec`)."""
+    from ...interp.embedded_catalogue import check_spec
+    from ...interp.errors import ModelNotAvailableError
+
+    try:
+        check_spec(spec)
+    except ModelNotAvailableError as e:
+        raise error(str(e)) from None
 
 
 @dataclass

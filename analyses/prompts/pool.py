@@ -6,8 +6,13 @@ each domain's share over its sources (a source with too few windows passes its s
 Each source samples its share without replacement. Everything is drawn from generators seeded by
 ``(seed, domain, source)``, so the same seed and corpora give the same pool.
 
-Prompt sets: ``"mixed"`` is the whole pool; a domain name (``"code"``, ``"math"``, ...) is the
-pool filtered to that domain, as in the paper's domain-restricted sets.
+Prompt sets: ``"mixed"`` is the pool of the :data:`~analyses.prompts.corpora.DOMAINS`; a domain
+name (``"code"``, ``"math"``, ...) is the pool filtered to that domain, as in the paper's
+domain-restricted sets. A definition domain (``"gcide-medical"``, ...) is added to the pool only
+when ``domains`` names it, never to ``mixed``, and draws as many prompts as one domain's share of
+``size`` over all five :data:`DOMAINS` (200 of 1,000), each from its own seeded generator, so
+neither the mixed pool nor a definition domain's draw depends on which definition domains are
+added.
 """
 
 from __future__ import annotations
@@ -21,7 +26,16 @@ import numpy as np
 import pandas as pd
 
 from ...records import UsageError
-from .corpora import DOMAINS, MIXED, PROMPT_SETS, CorpusPaths, CorpusReport, read_corpora
+from .corpora import (
+    ALL_DOMAINS,
+    DEFINITION_DOMAINS,
+    DOMAINS,
+    MIXED,
+    PROMPT_SETS,
+    CorpusPaths,
+    CorpusReport,
+    read_corpora,
+)
 from .segmentation import WindowSpec, windows
 
 
@@ -53,13 +67,13 @@ class PromptPool:
 
     @property
     def domains(self) -> list[str]:
-        return [d for d in DOMAINS if d in set(self.table["domain"])]
+        return [d for d in ALL_DOMAINS if d in set(self.table["domain"])]
 
     def select(self, prompt_set: str) -> pd.DataFrame:
-        """The rows of ``"mixed"`` (all) or of one domain."""
+        """The rows of ``"mixed"`` (every row of the mixed pool's domains) or of one domain."""
         if prompt_set == MIXED:
-            return self.table
-        if prompt_set not in DOMAINS:
+            return self.table[self.table["domain"].isin(DOMAINS)]
+        if prompt_set not in ALL_DOMAINS:
             raise PoolError(f"unknown prompt set {prompt_set!r}; choose from "
                             f"{', '.join(PROMPT_SETS)}")
         rows = self.table[self.table["domain"] == prompt_set]
@@ -102,7 +116,7 @@ def _source_windows(report: CorpusReport, spec: WindowSpec, seed: int,
     out: dict[tuple[str, str], list[tuple[str, str]]] = {}
     seen: set[str] = set()
     for (dom, src), docs in report.documents.items():
-        rng = np.random.default_rng([seed, DOMAINS.index(dom), _stable_id(src)])
+        rng = np.random.default_rng([seed, ALL_DOMAINS.index(dom), _stable_id(src)])
         wins = []
         for doc in docs:
             for text in windows(doc, spec, rng):
@@ -117,6 +131,17 @@ def _stable_id(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "little")
 
 
+def definition_share(size: int) -> int:
+    """Prompts a definition domain draws for a pool of ``size``: one domain's share of ``size``
+    over all the :data:`DOMAINS` of the mixed pool, rounded up.
+
+    Example:
+        >>> definition_share(1000), definition_share(12)
+        (200, 3)
+    """
+    return -(-size // len(DOMAINS))
+
+
 def build_pool(config: PoolConfig | None = None, paths: CorpusPaths | None = None,
                report: CorpusReport | None = None) -> PromptPool:
     """Read the corpora (or use ``report``) and draw the pool (see the module doc)."""
@@ -125,18 +150,23 @@ def build_pool(config: PoolConfig | None = None, paths: CorpusPaths | None = Non
         raise PoolError(f"pool size must be at least 1, got {cfg.size}")
     rep = report or read_corpora(cfg.domains, paths)
     wins = _source_windows(rep, cfg.windows, cfg.seed)
-    doms = [d for d in DOMAINS if d in cfg.domains and any(k[0] == d for k in wins)]
-    if not doms:
+    have = {k[0] for k in wins}
+    doms = [d for d in DOMAINS if d in cfg.domains and d in have]
+    extra = [d for d in DEFINITION_DOMAINS if d in cfg.domains and d in have]
+    if not doms and not extra:
         raise PoolError("no corpus is available: " + "; ".join(rep.unavailable.values()))
     dom_cap = [sum(len(w) for k, w in wins.items() if k[0] == d) for d in doms]
-    if sum(dom_cap) < cfg.size:
+    if doms and sum(dom_cap) < cfg.size:
         raise PoolError(f"the available corpora ({', '.join(doms)}) give only {sum(dom_cap)} "
                         f"distinct prompts, fewer than the pool size {cfg.size}")
+    counts = allocate(cfg.size, dom_cap) if doms else []
+    counts += [min(definition_share(cfg.size), sum(len(w) for k, w in wins.items()
+                                                    if k[0] == d)) for d in extra]
     rows = []
-    for d, n_dom in zip(doms, allocate(cfg.size, dom_cap), strict=True):
+    for d, n_dom in zip(doms + extra, counts, strict=True):
         keys = [k for k in wins if k[0] == d]
         for key, n_src in zip(keys, allocate(n_dom, [len(wins[k]) for k in keys]), strict=True):
-            rng = np.random.default_rng([cfg.seed, DOMAINS.index(d), _stable_id(key[1]), 1])
+            rng = np.random.default_rng([cfg.seed, ALL_DOMAINS.index(d), _stable_id(key[1]), 1])
             pick = np.sort(rng.choice(len(wins[key]), size=n_src, replace=False))
             for i in pick:
                 doc, text = wins[key][i]

@@ -45,10 +45,11 @@ def _said(capsys) -> list[str]:
 def cache(monkeypatch, tmp_path):
     """A fresh BAYESGEOM_CACHE whose conversions are the tiny stand-in (counted)."""
     monkeypatch.setenv("BAYESGEOM_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(em, "gguf_path", lambda: tmp_path / "fake.gguf")
+    monkeypatch.setattr(em, "check_installed", lambda model: tmp_path)
+    monkeypatch.setattr(em, "gguf_path", lambda model=None, work=None: tmp_path / "fake.gguf")
     calls = []
-    monkeypatch.setattr(em, "_convert", lambda src, final: (calls.append(final),
-                                                            _write_tiny(src, final)))
+    monkeypatch.setattr(em, "_convert", lambda src, final, model: (calls.append(final),
+                                                                   _write_tiny(src, final)))
     return calls
 
 
