@@ -33,6 +33,7 @@ from plotly.subplots import make_subplots
 
 from ...probes.update_alignment import path_length_fraction, settle_step
 from ...windtunnel.runs import read_run
+from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import COLORS, html_report
 from ..kit.numbers import count, num
 
@@ -206,13 +207,74 @@ def _step(x: Any) -> str:
     return count(x)
 
 
+#: the alignments and the specialisation read in the verdict table: metric -> claim
+_CLAIMS = {
+    "score_follow": "score updates follow advantage (Paper II monitor: cosine of the actual "
+                    "change of the centred scores with the routing law's −∂L/∂s)",
+    "value_follow": "value updates follow the responsibility-weighted error (Paper II "
+                    "monitor: cosine of the actual value change with −Σ_i α_ij u_i)",
+}
+_NO_TEST = "the monitor computes no random-direction control and no test"
+
+
+def findings(tidy: pd.DataFrame, level: float = LEVEL) -> list[Finding]:
+    """The verdict table of a monitored run: the two-timescale read-out (pooled over layers,
+    decided by the settle-step rule of the module doc), the two alignments (mean over heads,
+    layers and intervals; no criterion in the monitor) and the values' PC1 share."""
+    if tidy.empty or not (tidy["metric"] == FRAME_METRIC).any():
+        return [Finding("the frame settles before the values (Paper II two-timescale)", None,
+                        undefined="the monitor logged no intervals")]
+    st = settle_steps(tidy, level)
+    pooled = st[st["layer"] == "all"].iloc[0]
+    per_layer = st[st["layer"] != "all"]
+    a, v, lr = (pooled["attention_settle_step"], pooled["value_settle_step"],
+                pooled["lr_settle_step"])
+    first = pooled["frame_first"]
+    layer_first = [None if pd.isna(x) else x for x in per_layer["frame_first"]]
+    lr_text = ("the log has no learning rate" if pd.isna(lr) else
+               f"the learning-rate schedule reaches {level:.0%} of its path at step "
+               f"{_step(lr)}: a part settling there may only follow the schedule")
+    out = [Finding(
+        f"the attention frame settles before the values (Paper II two-timescale; monitor "
+        f"rule, pooled over layers; value: the step at which the patterns' path length "
+        f"reaches {level:.0%})", None if pd.isna(a) else float(a),
+        control=f"values reach {level:.0%} at step {_step(v)}",
+        survives=None if pd.isna(first) else bool(first),
+        evidence=f"frame first in {sum(x is not None and bool(x) for x in layer_first)} of "
+                 f"{len(per_layer)} layers; {lr_text}",
+        undefined="no settle step")]
+    ph = phase_means(tidy).set_index(["layer", "metric"])
+    for metric, claim in _CLAIMS.items():
+        if ("all", metric) not in ph.index:
+            continue
+        r = ph.loc[("all", metric)]
+        mean = float(layer_means(tidy, metric)["all"].mean())
+        out.append(Finding(
+            f"{claim}, mean over heads, layers and intervals", mean,
+            control="0: a change unrelated to the prediction", survives=None,
+            evidence=f"early / middle / late thirds {sig(r['early'])} / {sig(r['middle'])} / "
+                     f"{sig(r['late'])}; {_NO_TEST}",
+            undefined="no finite cosine (a head that did not move)"))
+    if ("all", "value_pc1") in ph.index:
+        r = ph.loc[("all", "value_pc1")]
+        out.append(Finding(
+            "the values specialise (PC1 share of each head's value vectors, mean over heads "
+            "and layers, late third)", float(r["late"]),
+            control=f"early third {sig(r['early'])}", survives=None,
+            evidence=f"middle third {sig(r['middle'])}; the monitor has no criterion for "
+                     "specialisation", undefined="no value vectors read"))
+    return out
+
+
 def format_summary(tidy: pd.DataFrame, level: float = LEVEL) -> str:
-    """Terminal view: settle steps per layer and the early/late means of the alignments."""
+    """Terminal view: the verdict table, settle steps per layer and the early/late means of
+    the alignments."""
     if tidy.empty:
-        return "no monitor rows"
+        return findings_text(findings(tidy, level)) + "\nno monitor rows"
     st, ph = settle_steps(tidy, level), phase_means(tidy)
     steps = sorted(tidy["step"].unique())
-    lines = [f"Paper II monitor: {len(steps)} intervals, steps {steps[0]}..{steps[-1]}; settle "
+    lines = [findings_text(findings(tidy, level)), "",
+             f"Paper II monitor: {len(steps)} intervals, steps {steps[0]}..{steps[-1]}; settle "
              f"step = {level:.0%} of the path length",
              f"{'layer':<6} {'attention':>9} {'values':>7} {'frame first':>11}"]
     for r in st.itertuples():
@@ -229,7 +291,8 @@ def format_summary(tidy: pd.DataFrame, level: float = LEVEL) -> str:
 
 def write_report(path: Path, tidy: pd.DataFrame, title: str, definitions: str,
                  manifest: dict[str, Any] | None = None) -> Path:
-    """``dynamics.html``: summary, the two-timescale figure, every metric, the tables."""
+    """``dynamics.html``: the verdict table, summary, the two-timescale figure, every metric,
+    the tables."""
     st = settle_steps(tidy)
     pooled = st[st["layer"] == "all"]
     summary = "no monitor rows" if pooled.empty else (
@@ -238,12 +301,21 @@ def write_report(path: Path, tidy: pd.DataFrame, title: str, definitions: str,
         f"the values by step {_step(pooled['value_settle_step'].iloc[0])}, the learning-rate "
         f"schedule by step {_step(pooled['lr_settle_step'].iloc[0])}; the frame settles first: "
         f"{pooled['frame_first'].iloc[0]}.")
-    return html_report(path, f"Training dynamics (Paper II monitor) — {title}", [
+    return html_report(path, f"Training dynamics (Paper II monitor) — {title}",
+                       findings(tidy), [
         ("Summary", summary),
         ("Definitions", definitions),
-        ("Two timescales: how much of its total movement each part has made", timescale_figure(
-            tidy)),
+        ("Two timescales: how much of its total movement each part has made",
+         timescale_figure(tidy),
+         f"Look for: in each layer (one colour), the solid attention-pattern curve reaching "
+         f"the dotted {LEVEL:.0%} line (its star) before the dashed value curve does — the "
+         "frame settling first; dark grey pools all layers, and the light grey dotted curve "
+         "is the learning-rate schedule's own path, where a part that only follows the "
+         "schedule settles."),
         ("Settle steps", st),
-        ("Per head against the training step", metrics_figure(tidy)),
+        ("Per head against the training step", metrics_figure(tidy),
+         "Look for: score_follow and value_follow above 0 (the update follows the routing "
+         "law's prediction; 0 is unrelated), and how they fade; value_pc1 rising as a layer's "
+         "values specialise. One line per head, coloured by layer as in the legend."),
         ("Early / middle / late thirds (mean over heads)", phase_means(tidy)),
     ], manifest)

@@ -14,6 +14,8 @@ from bayesgeom.analyses.dynamics.monitor import DynamicsMonitor
 from bayesgeom.analyses.dynamics.monitor_report import (
     HEAD_METRICS,
     column,
+    findings,
+    format_summary,
     phase_means,
     read_dynamics,
     settle_steps,
@@ -123,6 +125,13 @@ def test_settle_steps_and_phase_means_of_a_made_up_log():
     assert (st["lr_settle_step"] == 30).all()  # Σ lr: 4, 7, 9 of 10 by step 30
     ph = phase_means(tidy, ("score_follow",), phases=2).set_index("layer")
     assert ph.loc["1", "phase1"] == pytest.approx(0.6) and ph.loc["1", "phase2"] == 0.15
+    # the verdict table: the planted frame-first timescales survive the settle-step rule; the
+    # alignment has no criterion in the monitor, so no verdict
+    rows = findings(tidy)
+    assert rows[0].survives is True and rows[0].value == 20 and "step 40" in rows[0].control
+    assert "2 of 2 layers" in rows[0].evidence and "step 30" in rows[0].evidence
+    assert rows[1].survives is None and rows[1].value == pytest.approx(0.375)
+    assert format_summary(tidy).startswith("What was found")
 
 
 def test_windtunnel_train_monitor_every_writes_the_dynamics_table_and_report(tmp_path, capsys):
@@ -138,6 +147,8 @@ def test_windtunnel_train_monitor_every_writes_the_dynamics_table_and_report(tmp
     assert np.isfinite(tidy["value"]).all()
     html = (out / "dynamics.html").read_text()
     assert "Two timescales" in html and "score_follow" in html
+    assert html.index("What was found") < html.index("Summary") < html.index("Two timescales")
+    assert "Look for:" in html
     capsys.readouterr()
     bad = [*argv[:-1], str(tmp_path / "lstm"), "--arch", "lstm"]
     assert main(bad) == 2

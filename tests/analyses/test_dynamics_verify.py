@@ -9,7 +9,7 @@ import pytest
 
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.dynamics.verify import CONTROLS, IDENTITIES, VerifyConfig, run_verify
-from bayesgeom.analyses.dynamics.verify_report import format_summary
+from bayesgeom.analyses.dynamics.verify_report import findings, format_summary
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.records import read_json, read_table
 
@@ -28,6 +28,15 @@ def test_tiny_gqa_llama_in_float64_passes_every_identity(text_models, tmp_path):
     assert all(checks[k].corollary_of is None for k in IDENTITIES if k != "feedback")
     assert res.independent_checked == len(IDENTITIES) - 1 == res.independent_passed
     text = format_summary(res)
+    assert text.startswith("What was found")
+    # the verdict table: both laws survive their deliberately wrong twins, all identities pass
+    rows = findings(res)
+    assert [f.survives for f in rows[:3]] == [True, True, True]
+    assert "routing law" in rows[0].claim and "without" not in rows[0].claim
+    assert rows[0].control.startswith("wrong law ∂L/∂s_ij ≈ α_ij b_ij") and rows[3].survives is None
+    html = (tmp_path / "v" / "report.html").read_text()
+    assert html.index("What was found") < html.index("Every head and layer")
+    assert "Look for:" in html
     assert "corollary of 3, not independent" in text
     assert f"all {len(IDENTITIES) - 1}/{len(IDENTITIES) - 1} independent identities pass" in text
     gaps = list(res.value_step.values())  # epsilons 0.1, 0.01, 0.001

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ from bayesgeom.analyses.dynamics.em_vs_sgd_reference import (
     train_reference,
     uniform_attention,
 )
-from bayesgeom.analyses.dynamics.em_vs_sgd_report import format_summary
+from bayesgeom.analyses.dynamics.em_vs_sgd_report import findings, format_summary
 from bayesgeom.analyses.dynamics.em_vs_sgd_stats import Run, choose, first_below
 from bayesgeom.analyses.dynamics.em_vs_sgd_verdict import verdict
 from bayesgeom.analyses.dynamics.sticky_trainer import RunSettings, train_batch
@@ -196,10 +197,30 @@ def test_tiny_run_writes_reuses_and_repeats(tmp_path, monkeypatch):
     assert r.floor_nats == pytest.approx(1.8292, abs=1e-4) and r.n_params == 820
     assert r.quick and r.verdict[0].startswith("QUICK: NOT A RESULT")
     text = format_summary(r)
-    assert text.startswith("QUICK: NOT A RESULT") and "survive" in text.splitlines()[1]
+    assert text.startswith("What was found")
+    verdict_at = text.index("QUICK: NOT A RESULT")
+    assert "survive" in text[verdict_at:].splitlines()[1]
     assert "458 +/- 164" in text and "2.3x faster (430 vs 1000" in text
+    # a quick run gives no verdict on any row, and says why
+    rows = findings(r)
+    assert rows and all(f.survives is None for f in rows)
+    assert all(f.evidence.startswith("quick run: not a result") for f in rows)
+    assert "authors' EM-like schedule" in rows[0].claim and "tuned SGD" in rows[0].control
+    # the same numbers as a full run with a planted surviving M-step: the rows carry the
+    # run's own verdicts
+    em = replace(r.protocols["em_closed_form"], survives=True, speedup=3.0)
+    full = replace(r, quick=False, protocols={**r.protocols, "em_closed_form": em},
+                   survivors=["em_closed_form"])
+    by = {f.claim.split(" trains")[0]: f for f in findings(full)}
+    assert by[em.label].survives is True and by[em.label].value == 3.0
+    assert by["the authors' EM-like schedule (their learning-rate split, untuned)"].survives \
+        is r.protocols["authors_split"].survives
+    assert findings(full)[-1].survives is True and "em_closed_form 3.00x" in findings(
+        full)[-1].evidence
     html = (out / "report.html").read_text()
-    assert "QUICK" in html and "not a result" in html
+    assert "QUICK RUN" in html and "not a result" in html
+    assert html.index("What was found") < html.index("Verdict in words")
+    assert "Look for:" in html
     # tuning: the chosen value is the pilot argmin and is what the seeds ran with
     trials = pd.read_parquet(out / "tuning.parquet")
     assert len(trials) == 7 * 3 and set(trials["pilot_seed"]) == {PILOT_SEED}
