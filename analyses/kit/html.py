@@ -97,7 +97,8 @@ def html_report(path: Path, title: str, findings: list[Finding], sections: list[
     Raises:
         ValueError: a figure section without its line saying what to look for.
     """
-    parts = [f"<h1>{html.escape(('QUICK RUN — ' if quick else '') + title)}</h1>"]
+    title = ("QUICK RUN — " if quick else "") + title
+    parts = [f"<h1>{html.escape(title)}</h1>"]
     if quick:
         parts.append(f"<p class='quick'>{html.escape(QUICK_TEXT)}</p>")
     parts.append(findings_html(findings))
