@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -23,7 +23,9 @@ class SweepCell:
 @dataclass
 class SweepResult:
     """A sweep: its cells and, per (task, arch, preset) and metric, n, mean, sd and the 95 %
-    t-interval of the mean over seeds (``aggregate``, the rows of ``aggregate.parquet``)."""
+    t-interval of the mean over seeds (``aggregate``, the rows of ``aggregate.parquet``);
+    ``controls``: per task, the per-sample entropy MAE (bits) of the untrained controls the
+    cells are held against (:mod:`analyses.sweep.controls`: chance, the HMM filter ladder)."""
 
     cells: list[SweepCell]
     aggregate: list[dict[str, Any]]
@@ -32,3 +34,4 @@ class SweepResult:
     failed: int
     backend: str
     wall_s: float
+    controls: dict[str, dict[str, float]] = field(default_factory=dict)

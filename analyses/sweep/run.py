@@ -18,7 +18,8 @@ Backends:
 
 Writes ``cells.parquet`` (one row per cell: metrics, parameters, wall time, status, error),
 ``aggregate.parquet`` (tidy: task, arch, preset, metric, n, mean, sd, ci_low, ci_high),
-``summary.json``, ``manifest.json``, ``run.json`` and ``report.html``.
+``summary.json`` (with each task's untrained controls, :mod:`analyses.sweep.controls`),
+``manifest.json``, ``run.json`` and ``report.html``.
 
 Example:
     >>> cfg = SweepConfig(tasks=("bijection",), archs=("transformer",), seeds=(0, 1))
@@ -158,9 +159,12 @@ def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepRes
     table = pd.DataFrame([{"cell": c.name, "task": c.task, "arch": c.arch, "preset": c.preset,
                            "seed": c.seed, **{k: None for k in (*METRICS, *extra)},
                            **rows.get(c.name, {"status": "missing"})} for c in grid])
+    from .controls import task_controls
     from .report import LABELS, aggregate, write_report
 
     agg = aggregate(table, (*LABELS, *extra))
+    controls = {t: task_controls(t, dict(cfg.task_params.get(t, {})), cfg.seeds[0],
+                                 grid[0].train.final_eval_size) for t in cfg.tasks}
     result = SweepResult(
         cells=[SweepCell(str(r.cell), str(r.task), str(r.arch), str(r.preset), int(r.seed),
                          str(r.status), r.error if isinstance(r.error, str) else None)
@@ -169,7 +173,7 @@ def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepRes
         reused=int((table["status"] == "reused").sum()),
         trained=int((table["status"] == "trained").sum()),
         failed=int((table["status"] == "failed").sum()),
-        backend=cfg.backend, wall_s=round(time.perf_counter() - t0, 2))
+        backend=cfg.backend, wall_s=round(time.perf_counter() - t0, 2), controls=controls)
     write_run(cfg, result, tables={"cells.parquet": table, "aggregate.parquet": agg},
               report=lambda path, manifest: write_report(path, result, table, agg, manifest))
     return result

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 
 from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.kit.findings import sig
+from bayesgeom.analyses.sweep.report import findings, format_summary
+from bayesgeom.analyses.sweep.result import SweepCell, SweepResult
 from bayesgeom.analyses.sweep.run import SweepConfig, run_sweep
 
 TINY = dict(tasks=("bijection",), archs=("transformer", "mlp-position"), presets=("tiny",),
@@ -40,6 +45,48 @@ def test_a_grid_of_two_cells_by_two_seeds_is_aggregated(swept):
     for c in cells["cell"]:  # each cell is an ordinary, finished run directory
         assert json.loads((out / "cells" / c / "run.json").read_text())["status"] == "done"
     assert (out / "report.html").exists() and (out / "summary.json").exists()
+    # the chance control is the uniform predictor's MAE on the first seed's sequences
+    chance = res.controls["bijection"]["chance"]
+    assert 0 < chance <= math.log2(6) and set(res.controls) == {"bijection"}
+    rows = findings(res)
+    assert len(rows) == 1 and "closest to the exact posterior on bijection" in rows[0].claim
+    assert rows[0].value == agg[agg["metric"] == "entropy_mae_bits"]["mean"].min()
+    assert f"chance {sig(chance)} bits" in rows[0].control and "runner-up" in rows[0].control
+    html = (out / "report.html").read_text()
+    assert html.index("What was found") < html.index("Entropy MAE by architecture")
+    assert "Look for:" in html and "chance (uniform prediction)" in html
+    assert format_summary(res).startswith("What was found")
+
+
+def _agg(task: str, arch: str, mean: float, half: float, n: int = 3) -> dict:
+    return {"task": task, "arch": arch, "preset": "small", "metric": "entropy_mae_bits",
+            "n": float(n), "mean": mean, "sd": half, "ci_low": mean - half,
+            "ci_high": mean + half}
+
+
+def test_the_verdict_table_holds_each_task_against_its_controls():
+    cells = [SweepCell("x", "hmm", "transformer", "small", 0, "trained")]
+    res = SweepResult(cells, [
+        _agg("bijection", "transformer", 0.01, 0.005), _agg("bijection", "mlp-flat", 0.5, 0.1),
+        _agg("hmm", "lstm", 0.03, 0.01), _agg("hmm", "mlp-flat", 0.2, 0.05),
+        _agg("hmm", "transformer", 0.035, 0.01)], 0, 1, 0, "local", 1.0,
+        controls={"bijection": {"chance": 1.1},
+                  "hmm": {"chance": 0.41, "history-free": 0.08, "window 1": 0.16,
+                          "window 2": 0.047}})
+    rows = findings(res)
+    assert [r.survives for r in rows] == [True, False, True]  # the HMM's two best overlap
+    assert rows[0].claim.startswith("transformer (small) is the closest")
+    assert rows[1].claim.startswith("lstm (small)") and "runner-up transformer" in rows[1].control
+    assert "history-free filter 0.08 bits" in rows[2].control
+    assert "lstm, transformer" in rows[2].evidence and "window 1, window 2" in rows[2].evidence
+    lone = {**_agg("hmm", "lstm", 0.03, 0.0, n=1), "sd": None, "ci_low": None,
+            "ci_high": None}  # one seed, as summary.json holds it (NaN written as null)
+    one = SweepResult(cells, [lone], 0, 1, 0, "local", 1.0, controls={})
+    assert [r.survives for r in findings(one)] == [None]
+    empty = findings(SweepResult([replace(cells[0], status="failed")], [], 0, 0, 1, "local",
+                                 1.0))
+    assert len(empty) == 1 and empty[0].survives is None
+    assert empty[0].value_text() == "undefined: no cell finished"
 
 
 def test_a_rerun_does_no_work(swept):
