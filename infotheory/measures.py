@@ -83,8 +83,37 @@ def log_softmax(logits: Any) -> Any:
 
 
 def entropy_bits_from_logits(logits: Any) -> Any:
-    """H(softmax(``logits``)) in bits over the last axis [..., V] -> [...]."""
-    return entropy_bits_from_logprobs(log_softmax(logits))
+    """H(softmax(``logits``)) in bits over the last axis [..., V] -> [...].
+
+    Computed a block of rows at a time (at most :data:`CHUNK_ELEMENTS` logits per block), so
+    the temporaries (log-probabilities, probabilities, their products) stay a few MiB however
+    large the input: [batch, tokens, 262,144] float32 logits need no second copy of their size.
+    Each row's result is the same as on the whole array at once.
+    """
+    if _is_torch(logits):
+        import torch
+
+        flat = logits.reshape(-1, logits.shape[-1]) if logits.ndim else logits.reshape(1, 1)
+        parts = [entropy_bits_from_logprobs(log_softmax(c))
+                 for c in flat.split(_rows_per_chunk(flat.shape[-1]))]
+        out = torch.cat(parts) if parts else flat.new_empty(0, dtype=_torch_float(flat).dtype)
+        return out.reshape(logits.shape[:-1])
+    z = np.asarray(logits)
+    flat = z.reshape(-1, z.shape[-1]) if z.ndim else z.reshape(1, 1)
+    step = _rows_per_chunk(flat.shape[-1])
+    out = np.empty(flat.shape[0], dtype=np.float64)
+    for i in range(0, flat.shape[0], step):
+        out[i:i + step] = entropy_bits_from_logprobs(log_softmax(flat[i:i + step]))
+    return out.reshape(z.shape[:-1])[()]
+
+
+#: the most logits :func:`entropy_bits_from_logits` reduces at once (4 MiB of float32: four
+#: rows of a 262k vocabulary; larger blocks only leave larger freed blocks in the allocator)
+CHUNK_ELEMENTS = 2**20
+
+
+def _rows_per_chunk(width: int) -> int:
+    return max(1, CHUNK_ELEMENTS // max(int(width), 1))
 
 
 def kl_bits(p: Any, q: Any = None, *, log_q: Any = None, floor: float = KL_FLOOR) -> Any:

@@ -11,7 +11,8 @@ On disk (readable with ``safetensors`` and ``pyarrow`` alone)::
                                prompt_index, position (int64), token_id (int64: the token at
                                that position), entropy_bits (float32: next-token entropy there,
                                over the manifest's "entropy_over": "vocabulary", or "hypothesis
-                               slice" -- ids slice(*entropy_ids) -- for a wind tunnel)
+                               slice" -- ids slice(*entropy_ids) -- for a wind tunnel,
+                               or "none": NaN, captured with entropy=False)
 
 Shards hold consecutive prompt ranges (``prompts_per_shard`` prompts each) and are written
 atomically; the manifest is rewritten after each with the shard's size and SHA-256, so an
@@ -217,8 +218,9 @@ class ActivationStore:
     @property
     def entropy_over(self) -> str:
         """What :attr:`entropy_bits` is over: ``"vocabulary"``, or ``"hypothesis slice"`` (a
-        wind tunnel's hypothesis tokens, ``slice(*manifest["entropy_ids"])``). Stores written
-        before this was recorded took it over the vocabulary."""
+        wind tunnel's hypothesis tokens, ``slice(*manifest["entropy_ids"])``), or ``"none"``
+        (NaN: captured with ``entropy=False``). Stores written before this was recorded took it
+        over the vocabulary."""
         return str(self.manifest.get("entropy_over", "vocabulary"))
 
     @property

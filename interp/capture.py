@@ -13,7 +13,10 @@ Next-token entropy (bits) is recorded at every captured position; with ``positio
 unembedding runs on the last position only. For a model with a task attached whose
 ``hyp_slice`` names the hypothesis tokens (a wind tunnel, trained on that slice alone) the
 entropy is over that slice; otherwise over the whole vocabulary. The store says which
-(``entropy_over``, ``entropy_ids``).
+(``entropy_over``, ``entropy_ids``). ``entropy=False`` records none (NaN, ``entropy_over``
+``"none"``) and unembeds the last position only, whatever the positions. Where logits are needed
+at more positions, batches are cut so that one forward's logits stay within
+:data:`LOGITS_BUDGET_BYTES` (a 262,144-token vocabulary costs 1 MiB of float32 per token).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import pandas as pd
 import torch
 
 from ..infotheory import entropy_bits_from_logits
+from ..infotheory.measures import CHUNK_ELEMENTS
 from ..records import hold, run_manifest
 from ..records.progress import tqdm
 from .activation_store import ActivationStore, ShardWriter
@@ -39,9 +43,11 @@ from .positions import PositionSpec, RowSelection, check_positions, normalise_po
 from .positions import select_rows as _select_rows
 from .prompts import Prompts, prompts_sha256
 from .sites import Site
-from .token_batch import TokenBatch
+from .token_batch import TokenBatch, batch_bounds
 
 SHARD_TARGET_BYTES = 32 * 2**20
+#: the most memory one forward's logits may take where every position's are needed
+LOGITS_BUDGET_BYTES = 128 * 2**20
 STORE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 _EXTRA_VERSIONS = ("tokenizers", "accelerate", "transformer-lens", "gguf", "pyarrow", "tqdm")
 
@@ -56,6 +62,8 @@ class _Rows:
     pattern_width: int
     #: the vocabulary ids next-token entropy is over (None: all of them)
     entropy_ids: slice | None = None
+    #: record next-token entropy (False: NaN, and only the last position's logits are needed)
+    entropy: bool = True
     batch: TokenBatch | None = None
     rows: RowSelection | None = None
     buffers: dict[str, torch.Tensor] = field(default_factory=dict)
@@ -89,16 +97,18 @@ class _Rows:
         out = y.gather(-1, key[:, None, :].expand(-1, y.shape[1], -1))
         return out * valid[:, None, :].to(out.device, out.dtype)
 
-    def put(self, name: str, y: torch.Tensor, dtype: torch.dtype | None = None) -> None:
+    def put(self, name: str, y: torch.Tensor, dtype: torch.dtype | None = None,
+            check: bool = True) -> None:
         """Copy the batch's rows ``y`` [R, ...] into the shard buffer of ``name`` (in the store
-        dtype unless ``dtype``)."""
+        dtype unless ``dtype``; checked finite with ``check_finite`` unless ``check`` is off)."""
         buf = self.buffers.get(name)
         if buf is None:
             buf = torch.empty((self.n_rows, *y.shape[1:]), dtype=dtype or self.store_dtype)
             self.buffers[name] = buf
         part = buf[self.offset:self.offset + y.shape[0]]
         part.copy_(y.detach())
-        if self.check_finite and part.is_floating_point() and not bool(torch.isfinite(part).all()):
+        if check and self.check_finite and part.is_floating_point() \
+                and not bool(torch.isfinite(part).all()):
             self.raise_nonfinite(name, part)
 
     def raise_nonfinite(self, name: str, y: torch.Tensor) -> None:
@@ -116,7 +126,7 @@ class _Rows:
         )
 
 
-VOCABULARY, HYPOTHESIS_SLICE = "vocabulary", "hypothesis slice"
+VOCABULARY, HYPOTHESIS_SLICE, NO_ENTROPY = "vocabulary", "hypothesis slice", "none"
 
 
 def entropy_slice(model: InterpModel) -> slice | None:
@@ -127,8 +137,10 @@ def entropy_slice(model: InterpModel) -> slice | None:
     return hyp if isinstance(hyp, slice) else None
 
 
-def _entropy_over(hyp: slice | None) -> dict[str, Any]:
+def _entropy_over(hyp: slice | None, entropy: bool = True) -> dict[str, Any]:
     """The store's record of what ``entropy_bits`` is over."""
+    if not entropy:
+        return {"entropy_over": NO_ENTROPY, "entropy_ids": None}
     if hyp is None:
         return {"entropy_over": VOCABULARY, "entropy_ids": None}
     return {"entropy_over": HYPOTHESIS_SLICE, "entropy_ids": [hyp.start, hyp.stop, hyp.step]}
@@ -169,6 +181,7 @@ def capture(
     progress: bool = True,
     seed: int = 0,
     restart: bool = False,
+    entropy: bool = True,
 ) -> ActivationStore:
     """Capture ``sites`` at ``positions`` for every prompt.
 
@@ -179,7 +192,9 @@ def capture(
     ``positions``: ``"last"``, ``"all"`` or indices into each prompt (negative from its end).
     ``out``: stream to this directory (resumes an interrupted capture; a different capture
     there is refused unless ``restart``, which starts it over) instead of keeping rows in
-    memory. Returns the :class:`ActivationStore`; its rows are prompt-major, then position order.
+    memory. ``entropy``: record next-token entropy at each captured row (else NaN, and no
+    logits beyond the last position are computed). Returns the :class:`ActivationStore`; its
+    rows are prompt-major, then position order.
 
     Example (a name is refused: load the model first):
         >>> from bayesgeom import interp
@@ -222,7 +237,7 @@ def capture(
         "positions": spec if isinstance(spec, str) else list(spec),
         "prompts_sha256": prompts_sha256(tokens, texts), "n_prompts": n,
         "prompts_per_shard": per_shard, "store_dtype": str(sdt).removeprefix("torch."),
-        **_entropy_over(entropy_slice(m)),
+        **_entropy_over(entropy_slice(m), entropy),
     }
     prompt_table = pd.DataFrame({"prompt_index": range(n),
                                  "text": texts if texts is not None else [None] * n,
@@ -231,7 +246,8 @@ def capture(
     with hold_out:
         writer = None if out is None else ShardWriter(Path(out), identity, n_shards,
                                                       prompt_table, restart)
-        rows = _Rows(sdt, check_finite, pattern_width=max(lengths), entropy_ids=entropy_slice(m))
+        rows = _Rows(sdt, check_finite, pattern_width=max(lengths), entropy_ids=entropy_slice(m),
+                     entropy=entropy)
         tensors, row_shapes = _run(m, tokens, lengths, site_list, spec, (per_shard, n_shards),
                                    rows, writer, progress, batch_size)
         extra = {"sites": identity["sites"], "positions": identity["positions"],
@@ -259,7 +275,9 @@ def _run(m: InterpModel, tokens: list[list[int]], lengths: list[int], site_list:
     hooked = [s for s in site_list if s.kind != "logits"]
     want_logits = any(s.kind == "logits" for s in site_list)
     eager = any(s.kind == "attn.pattern" for s in site_list)
-    keep = 1 if spec == "last" else 0
+    keep = 1 if spec == "last" or not (rows.entropy or want_logits) else 0
+    vocab = m.vocab_size or m.d_model
+    max_tokens = None if keep else max(1, LOGITS_BUDGET_BYTES // (4 * vocab))
     tensors: dict[str, torch.Tensor] = {}
     row_shapes: dict[str, list[int]] = {}
 
@@ -272,12 +290,12 @@ def _run(m: InterpModel, tokens: list[list[int]], lengths: list[int], site_list:
                     bar.update(hi - lo)
                     continue
                 rows.start_shard(_n_rows(spec, lengths[lo:hi]))
-                for i in range(lo, hi, batch_size):
-                    j = min(hi, i + batch_size)
+                for i, j in batch_bounds(lengths, lo, hi, batch_size, max_tokens):
                     b = m.batch(tokens[i:j], range(i, j))
                     rows.batch, rows.rows = b, _select_rows(spec, b.lengths, b.width)
                     logits = m.forward(b, logits_to_keep=keep, eager=eager)
                     _finish_batch(rows, logits, want_logits)
+                    del logits  # not alive through the next forward
                     rows.offset += len(rows.rows)
                     bar.update(j - i)
                 assert rows.offset == rows.n_rows
@@ -298,18 +316,33 @@ def _finish_batch(rows: _Rows, logits: torch.Tensor, want_logits: bool) -> None:
     and the row index of one batch."""
     b, r = rows.batch, rows.rows
     assert b is not None and r is not None
-    shift = b.width - logits.shape[1]
-    lrows = logits[r.batch.to(logits.device), (r.column - shift).to(logits.device)]
-    scored = lrows if rows.entropy_ids is None else lrows[..., rows.entropy_ids]
-    ent = entropy_bits_from_logits(scored).cpu()
-    if want_logits:
-        rows.put("logits", lrows)
-    elif rows.check_finite and not bool(torch.isfinite(ent).all()):
-        rows.raise_nonfinite("logits", lrows.detach().float().cpu())
     rows.put("prompt_index", b.prompt_index[r.batch], torch.int64)
     rows.put("position", r.position, torch.int64)
     rows.put("token_id", b.input_ids[r.batch, r.column], torch.int64)
-    rows.put("entropy_bits", ent, torch.float32)
+    if not (rows.entropy or want_logits):
+        rows.put("entropy_bits", torch.full((len(r.batch),), float("nan")), torch.float32,
+                 check=False)
+        return
+    shift = b.width - logits.shape[1]
+    at = (r.batch.to(logits.device), (r.column - shift).to(logits.device))
+    if want_logits:
+        rows.put("logits", logits[at])
+    ent = _row_entropy(logits, at, rows.entropy_ids) if rows.entropy else torch.full(
+        (len(r.batch),), float("nan"))
+    if not want_logits and rows.check_finite and not bool(torch.isfinite(ent).all()):
+        rows.raise_nonfinite("logits", logits[at].detach().float().cpu())
+    rows.put("entropy_bits", ent, torch.float32, check=rows.entropy)
+
+
+def _row_entropy(logits: torch.Tensor, at: tuple[torch.Tensor, torch.Tensor],
+                 ids: slice | None) -> torch.Tensor:
+    """Next-token entropy (bits, CPU) [R] of the rows ``logits[at]`` ([B, T, V] at R (batch,
+    column) pairs), over ``ids``: a block of rows at a time, never all rows copied out at once."""
+    step = max(1, CHUNK_ELEMENTS // logits.shape[-1])
+    parts = [entropy_bits_from_logits(z if ids is None else z[..., ids]).cpu()
+             for z in (logits[at[0][i:i + step], at[1][i:i + step]]
+                       for i in range(0, len(at[0]), step))]
+    return torch.cat(parts)
 
 
 def _manifest(m: InterpModel, seed: int, sdt: torch.dtype) -> dict[str, Any]:

@@ -66,3 +66,25 @@ def left_pad(
             mask[i, width - len(t):] = 1
     idx = torch.arange(len(tokens)) if prompt_index is None else torch.as_tensor(list(prompt_index))
     return TokenBatch(ids, mask, position_ids_from_mask(mask), lengths, idx.long())
+
+
+def batch_bounds(lengths: Sequence[int], lo: int, hi: int, batch_size: int,
+                 max_tokens: int | None = None) -> list[tuple[int, int]]:
+    """Consecutive ``(start, stop)`` prompt ranges covering ``lo:hi``, each at most
+    ``batch_size`` prompts and, when ``max_tokens`` is given, at most that many padded tokens
+    (prompts × the longest one; a single prompt is always allowed). Bounds what a forward pass
+    allocates per padded token, e.g. logits at every position of a large vocabulary.
+
+    Example:
+        >>> batch_bounds([3, 3, 9, 1], 0, 4, batch_size=3, max_tokens=10)
+        [(0, 2), (2, 3), (3, 4)]
+    """
+    out, i = [], lo
+    while i < hi:
+        j = min(hi, i + batch_size)
+        if max_tokens is not None:
+            while j - i > 1 and (j - i) * max(lengths[i:j]) > max_tokens:
+                j -= 1
+        out.append((i, j))
+        i = j
+    return out

@@ -45,6 +45,7 @@ def next_token_entropy(
             if vocab_slice is not None:
                 last = last[:, vocab_slice]
             out[idx] = entropy_bits_from_logits(last).to(torch.float64).cpu().numpy()
+            del logits, last  # not alive through the next forward
             bar.update(len(idx))
     finally:
         bar.close()

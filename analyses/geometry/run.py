@@ -103,13 +103,18 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
     m.resolve_sites(f"attn.{table_layer}.v")  # a model without attention is refused here
     sets = resolve_prompt_sets(cfg.prompts, m)
     with claim(cfg, m) as rd:
-        result = _measure(cfg, m, layers, table_layer, sets, rd.out, t0)
+        result = _measure(cfg, m, layers, table_layer, sets, rd.out, t0,
+                          own_model=model is None)
         rd.finish()
     return result
 
 
 def _measure(cfg: GeometryConfig, m: interp.InterpModel, layers: tuple[int, ...],
-             table_layer: int, sets: list[str], out: Path, t0: float) -> GeometryResult:
+             table_layer: int, sets: list[str], out: Path, t0: float,
+             own_model: bool = False) -> GeometryResult:
+    """Steps 1-6 of the module doc. ``own_model``: the run opened ``m`` itself, so its weights
+    are freed once read, before the random-init twin is built (the two are never resident
+    together)."""
     clock = {"load": time.perf_counter() - t0}
 
     def lap(name: str) -> None:
@@ -136,7 +141,8 @@ def _measure(cfg: GeometryConfig, m: interp.InterpModel, layers: tuple[int, ...]
     init = None
     if cfg.init_baseline:
         init, init_rows = random_init_baseline(m, data, cfg,
-                                               twin_seed(cfg.model, cfg.twin_seed, cfg.seed))
+                                               twin_seed(cfg.model, cfg.twin_seed, cfg.seed),
+                                               release_model=own_model)
         key = with_init_keys(key, init.key_orthogonality)
         rows += init_rows
         lap("random_init")

@@ -80,8 +80,9 @@ def capture_set(model: interp.InterpModel, name: str, chosen: pd.DataFrame, laye
     store = interp.capture(model, inputs, last, "last", batch_size=batch_size,
                            progress=progress, seed=seed)
     every_sites = list(dict.fromkeys(s for m in measures for s in m.every_sites(layers)))
-    every = None if not every_sites else interp.capture(
-        model, inputs, every_sites, "all", batch_size=batch_size, progress=progress, seed=seed)
+    every = None if not every_sites else interp.capture(  # no entropy: no [B, T, vocab] logits
+        model, inputs, every_sites, "all", batch_size=batch_size, progress=progress, seed=seed,
+        entropy=False)
     if targets is not None:
         return SetData(name, chosen, targets, layers, table_layer, store, every, seed,
                        n_resamples)
@@ -159,15 +160,17 @@ def analyse(model: interp.InterpModel, data: dict[str, SetData], key: KeyOrthogo
 
 
 def random_init_baseline(model: interp.InterpModel, data: dict[str, SetData],
-                         cfg: GeometryOptions, twin_seed: int,
+                         cfg: GeometryOptions, twin_seed: int, release_model: bool = False,
                          ) -> tuple[RandomInitBaseline, list[MetricRow]]:
     """The same analysis on ``model``'s random-initialisation twin (:func:`interp.
     random_init_twin`, seeded by ``twin_seed``; :func:`analyses.kit.models.twin_seed` gives a
     wind-tunnel run's training seed, so the twin is its step 0): the same prompts, read
     against the trained model's targets; intervals from ``curve_resamples`` replicates. Its
     rows carry ``reference="random_init"`` (position-only rows are the model's already, and
-    metrics that are controls themselves are not repeated)."""
-    twin = interp.random_init_twin(model, seed=twin_seed)
+    metrics that are controls themselves are not repeated). ``release_model``: free the
+    trained model's weights before the twin is built (:func:`interp.random_init_twin`), for a
+    run that opened the model itself and has finished with it."""
+    twin = interp.random_init_twin(model, seed=twin_seed, release_model=release_model)
     key = model_keys(twin, next(iter(data.values())).layers, cfg)
     tdata = {n: capture_set(twin, n, d.prompts, d.layers, d.table_layer,
                             batch_size=cfg.batch_size, seed=cfg.seed,

@@ -12,14 +12,18 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ...infotheory.measures import CHUNK_ELEMENTS
+
 
 def model_posterior(logits: torch.Tensor, hyp_ids: np.ndarray | torch.Tensor) -> np.ndarray:
     """``logits`` [N, V] and ``hyp_ids`` [N, K] -> [N, K] float64: a softmax over the K
-    selected logits."""
-    z = logits.detach().to("cpu", torch.float64)
+    selected logits (gathered first, so only [N, K] is ever widened to float64)."""
+    z = logits.detach()
     idx = torch.as_tensor(np.asarray(hyp_ids), dtype=torch.long)
     if idx.shape[0] != z.shape[0]:
         raise ValueError(f"logits have {z.shape[0]} rows, hyp_ids {idx.shape[0]}")
-    if not bool(torch.isfinite(z).all()):
+    step = max(1, CHUNK_ELEMENTS // max(z.shape[-1], 1))
+    if not all(bool(torch.isfinite(c).all()) for c in z.split(step)):  # no [N, V] mask at once
         raise FloatingPointError("the model produced NaN/inf logits")
-    return torch.softmax(z.gather(1, idx), dim=1).numpy()
+    picked = z.gather(1, idx.to(z.device)).to("cpu", torch.float64)
+    return torch.softmax(picked, dim=1).numpy()

@@ -67,6 +67,35 @@ class PassOutput:
     acts: dict[int, np.ndarray] = field(default_factory=dict)
 
 
+class PromptRows:
+    """One pass's output [N, ...] on the CPU, in prompt order, written batch by batch at the
+    batch's prompt indices into one buffer (allocated at the first batch): no per-batch pieces
+    held until a concatenation and a reordered copy of it (three times a 262k-vocabulary
+    pass's logits before)."""
+
+    def __init__(self, n: int):
+        self.n, self.buf = n, None
+
+    def put(self, rows: np.ndarray, x: torch.Tensor) -> None:
+        x = x.detach().cpu()
+        if self.buf is None:
+            self.buf = torch.empty((self.n, *x.shape[1:]), dtype=x.dtype)
+        self.buf[torch.as_tensor(rows)] = x
+
+    def tensor(self) -> torch.Tensor:
+        assert self.buf is not None, "no batch was written"
+        return self.buf
+
+
+def _in_prompt_order(parts: list[torch.Tensor], rows: list[np.ndarray]) -> torch.Tensor:
+    """Small per-batch pieces (site activations; rows ``rows[i]`` each) -> [N, ...] in prompt
+    order."""
+    out = PromptRows(sum(len(r) for r in rows))
+    for r, x in zip(rows, parts, strict=True):
+        out.put(r, x)
+    return out.tensor()
+
+
 def _reader(store: list[torch.Tensor]) -> Any:
     def fn(x: torch.Tensor) -> None:
         store.append(x[:, -1].detach().float().flatten(1).cpu())  # left padding: last column
@@ -126,7 +155,7 @@ class Runner:
         order = np.argsort([len(t) for t in tokens], kind="stable")  # less padding per batch
         stores: dict[int, list[torch.Tensor]] = {L: [] for L in self.layers}
         scales: list[torch.Tensor] = []
-        logits: list[torch.Tensor] = []
+        logits = PromptRows(len(tokens))
         bar = tqdm(total=len(tokens), desc="clean pass", unit="prompt",
                    disable=not self.progress, leave=False)
         finals: list[torch.Tensor] = []
@@ -144,7 +173,7 @@ class Runner:
             batch = self.m.batch([tokens[j] for j in rows], rows.tolist())
             with self.m.hooks(hooks):
                 z, cached = forward_recording(self.m, batch, self.start, logits_to_keep=1)
-            logits.append(z[:, -1].float())
+            logits.put(rows, z[:, -1].float())
             if self.path is not None and i == 0:
                 ref = z[:, -1].float().cpu()
                 self.head_rel_error = float((self.head(finals[-1]) - ref).abs().max()
@@ -163,14 +192,12 @@ class Runner:
         bar.close()
         return self._assemble(logits, stores)
 
-    def _assemble(self, logits: list[torch.Tensor], stores: dict[int, list[torch.Tensor]],
+    def _assemble(self, logits: PromptRows, stores: dict[int, list[torch.Tensor]],
                   ) -> PassOutput:
-        rows = np.concatenate([c.rows for c in self.chunks])
-        inv = np.empty_like(rows)
-        inv[rows] = np.arange(rows.size)
-        z = torch.cat(logits)[torch.as_tensor(inv)]
-        acts = {L: torch.cat(v)[torch.as_tensor(inv)].numpy() for L, v in stores.items() if v}
-        return PassOutput(z, acts)
+        """The pass's logits and its per-batch site activations, in prompt order."""
+        rows = [c.rows for c in self.chunks]
+        acts = {L: _in_prompt_order(v, rows).numpy() for L, v in stores.items() if v}
+        return PassOutput(logits.tensor(), acts)
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
         """unembed(final_norm(h)) with the model's own modules: ``h`` [B, D] final-token
@@ -184,7 +211,8 @@ class Runner:
         """Effect name (:data:`EFFECTS`, those enabled) -> its pass, for one set of edits; every
         pass carries the edited activations of the total pass."""
         stores: dict[int, list[torch.Tensor]] = {L: [] for L in self.layers}
-        out: dict[str, list[torch.Tensor]] = {e: [] for e in EFFECTS}
+        n = sum(len(c.rows) for c in self.chunks)
+        out = {e: PromptRows(n) for e in EFFECTS}
         paths: list[torch.Tensor] = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", interp.NilInterventionWarning)
@@ -194,18 +222,18 @@ class Runner:
                     if self.path is not None:
                         hooks.append((self.path, _reader(paths)))
                     with self.m.hooks(hooks):
-                        out["total"].append(self._run(c)[:, -1].float())
+                        out["total"].put(c.rows, self._run(c)[:, -1].float())
                     if c.scale is not None:
                         with frozen_final_norm(self.m, c.scale):
-                            out["norm_frozen"].append(self._run(c)[:, -1].float())
+                            out["norm_frozen"].put(c.rows, self._run(c)[:, -1].float())
         if self.path is not None:
             for c, p in zip(self.chunks, paths, strict=True):
                 assert c.final is not None and c.path is not None
-                out["direct_path"].append(self.head(c.final + (p - c.path)))
+                out["direct_path"].put(c.rows, self.head(c.final + (p - c.path)))
         total = self._assemble(out["total"], stores)
         res = {"total": total}
         for e in EFFECTS[1:]:
-            if out[e]:
+            if out[e].buf is not None:
                 res[e] = self._assemble(out[e], {})
                 res[e].acts = total.acts
         return res

@@ -178,8 +178,10 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
             ivs = cond.interventions(sites, dirs, sigmas, cfg.positions)
             crow += energy_rows({L: edit_energy(runner.moments[L], iv)
                                  for L, iv in zip(layers, ivs, strict=True)}, cond, dname)
-            for eff, po in runner.edited(ivs).items():
-                s, _ = score(po, pp, reads, ref, vocab)
+            passes = runner.edited(ivs)
+            while passes:  # each pass dropped once scored, not kept alive into the next edit
+                eff = next(iter(passes))
+                s, _ = score(passes.pop(eff), pp, reads, ref, vocab)
                 crow += tidy(s, cond.key, cond.kind, cond.param, dname, eff, pp.group_name)
             bar.update(1)
         parts.put(cond.key, fp_parts, table=pd.DataFrame(crow))

@@ -24,11 +24,12 @@ from ...infotheory import (
     Calibration,
     calibration,
     calibration_by_group,
-    entropy_bits_from_logits,
+    entropy_bits_from_logprobs,
     entropy_bits_from_probs,
     kl_bits,
     kl_bits_from_logprobs,
 )
+from ...infotheory.measures import CHUNK_ELEMENTS
 from ...interp import edits
 from ...interp.interventions import DirectionEdit
 from ...windtunnel import PosteriorPrompts
@@ -81,28 +82,52 @@ def conditions(cut_fractions: Sequence[float], keep_only: bool,
 
 
 def scored_logits(logits: torch.Tensor, vocab: np.ndarray | None) -> torch.Tensor:
-    """The logits the next-token metrics read, float64: all of ``logits`` [N, V], or only the
-    columns ``vocab`` [N, K] of each row (a wind tunnel's hypothesis tokens) -> [N, K]."""
-    z = logits.detach().to("cpu", torch.float64)
+    """The logits the next-token metrics read, on the CPU in their own dtype (no copy when they
+    are there already): all of ``logits`` [N, V], or only the columns ``vocab`` [N, K] of each
+    row (a wind tunnel's hypothesis tokens) -> [N, K]. :func:`next_token_stats` widens them to
+    float64 a block of rows at a time."""
+    z = logits.detach().cpu()
     if vocab is None:
         return z
     return z.gather(1, torch.as_tensor(np.asarray(vocab), dtype=torch.long))
 
 
+def next_token_stats(z: torch.Tensor, ref: torch.Tensor | None = None,
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per row of logits ``z`` [N, K]: next-token entropy (bits), the top-1 column and, given
+    the reference logits ``ref`` [N, K], KL(softmax(ref) ‖ softmax(z)) in bits; each [N], in
+    float64, computed a block of rows at a time (at most ``CHUNK_ELEMENTS`` logits per block),
+    so a 262k-vocabulary pass needs no float64 copy of its own size."""
+    n, width = z.shape
+    step = max(1, CHUNK_ELEMENTS // max(int(width), 1))
+    h, top1 = np.empty(n), np.empty(n, dtype=np.int64)
+    kl = None if ref is None else np.empty(n)
+    for i in range(0, n, step):
+        zc = z[i:i + step]
+        lq = torch.log_softmax(zc.to(torch.float64), -1)
+        h[i:i + step] = entropy_bits_from_logprobs(lq).numpy()
+        top1[i:i + step] = zc.argmax(-1).numpy()
+        if ref is not None and kl is not None:
+            lp = torch.log_softmax(ref[i:i + step].to(torch.float64), -1)
+            kl[i:i + step] = kl_bits_from_logprobs(lp, lq).numpy()
+    return h, top1, kl
+
+
 @dataclass
 class CleanRef:
-    """What edited passes are compared with: the clean pass's log-probs, next-token entropy
-    and top-1 column over the scored vocabulary (:func:`scored_logits`)."""
+    """What edited passes are compared with: the clean pass's logits over the scored
+    vocabulary (:func:`scored_logits`; the pass's own tensor for a text model, not a copy),
+    their next-token entropy and top-1 column."""
 
-    logp: torch.Tensor
+    logits: torch.Tensor
     h_next: np.ndarray
     top1: np.ndarray
 
     @classmethod
     def of(cls, out: PassOutput, vocab: np.ndarray | None = None) -> CleanRef:
         z = scored_logits(out.logits, vocab)
-        return cls(torch.log_softmax(z, -1), entropy_bits_from_logits(z).numpy(),
-                   z.argmax(-1).numpy())
+        h, top1, _ = next_token_stats(z)
+        return cls(z, h, top1)
 
 
 @dataclass
@@ -144,10 +169,11 @@ def score(out: PassOutput, pp: PosteriorPrompts, reads: dict[int, LayerAxis],
                    calibration_by_group(h, pp.h_bayes_bits, pp.group))
     s.read_axes(out.acts, h, reads)
     if clean is not None:
-        z = scored_logits(out.logits, vocab)
-        s.kl_clean = float(kl_bits_from_logprobs(clean.logp, torch.log_softmax(z, -1)).mean())
-        s.top1_flip = float((z.argmax(-1).numpy() != clean.top1).mean())
-        s.dh_next = float((entropy_bits_from_logits(z).numpy() - clean.h_next).mean())
+        h_next, top1, kl = next_token_stats(scored_logits(out.logits, vocab), clean.logits)
+        assert kl is not None
+        s.kl_clean = float(kl.mean())
+        s.top1_flip = float((top1 != clean.top1).mean())
+        s.dh_next = float((h_next - clean.h_next).mean())
     return s, h
 
 

@@ -83,9 +83,8 @@ def read_model(m: interp.InterpModel, pp: PosteriorPrompts, layers: list[int],
     sites = ["logits", *[interp.site_name("attn.pattern", L) for L in layers]]
     st = interp.capture(m, tokens, sites, positions="last", batch_size=cfg.batch_size,
                         progress=cfg.progress, seed=cfg.seed)
-    logits = st["logits"].double()  # [N, V]
-    hyp = torch.as_tensor(pp.hyp_ids)
-    p_model = torch.softmax(logits.gather(1, hyp), dim=1).numpy()
+    hyp = torch.as_tensor(pp.hyp_ids)  # [N, K]: only these logits are widened to float64
+    p_model = torch.softmax(st["logits"].gather(1, hyp).double(), dim=1).numpy()
     width = max(map(len, tokens))
     tok = np.full((len(tokens), width), -1, dtype=np.int64)
     for i, t in enumerate(tokens):
@@ -196,7 +195,8 @@ def run_consistency(cfg: ConsistencyConfig,
     with claim(cfg, m) as rd:
         p_model, pats, tok = read_model(m, pp, layers, cfg)
         tseed = twin_seed(cfg.model, cfg.twin_seed, cfg.seed)
-        twin = interp.random_init_twin(m, seed=tseed)
+        # a model this run opened is done with: free it before its twin is built
+        twin = interp.random_init_twin(m, seed=tseed, release_model=model is None)
         p_twin, pats_twin, _ = read_model(twin, pp, layers, cfg)
         heads, attn_tv = head_tracking(pats, pats_twin, tok, pp, layers, cfg)
         attention, best = attention_summary(heads, pp, tok, layers)

@@ -69,3 +69,25 @@ def test_pearson_is_nan_where_undefined_and_calibration_summarises():
     assert list(per) == ["0", "1"] and per["1"].mae == pytest.approx(0.1)
     with pytest.raises(ValueError, match="equal-length"):
         calibration(hm, hb[:2])
+
+
+def test_entropy_from_logits_is_reduced_in_row_blocks_with_the_same_values(monkeypatch):
+    """Large-vocabulary logits are reduced a block of rows at a time (no temporaries of their
+    own size); every row's entropy is what the whole array gives at once."""
+    from bayesgeom.infotheory import measures
+
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(3, 5, 1000, generator=g) * 4
+    whole_t = entropy_bits_from_logprobs(torch.log_softmax(z, -1))
+    whole_n = entropy_bits_from_logprobs(np.asarray(z.double()) - np.asarray(
+        torch.logsumexp(z.double(), -1, keepdim=True)))
+    monkeypatch.setattr(measures, "CHUNK_ELEMENTS", 2500)  # two rows per block
+    assert torch.equal(entropy_bits_from_logits(z), whole_t)
+    np.testing.assert_allclose(entropy_bits_from_logits(z.double().numpy()), whole_n,
+                               rtol=1e-12)
+    assert entropy_bits_from_logits(z[0, 0]).shape == ()
+    assert isinstance(entropy_bits_from_logits(np.zeros(4)), float)
+    assert float(entropy_bits_from_logits(np.zeros(4))) == pytest.approx(2.0)
+    z.requires_grad_(True)
+    entropy_bits_from_logits(z).sum().backward()  # still differentiable
+    assert z.grad is not None and z.grad.shape == z.shape
