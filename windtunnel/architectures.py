@@ -6,9 +6,11 @@
 ``lstm`` by ``d_model`` (one LSTM layer costs 8d² + 8d, so the step between widths is about
 2/d of the total: ≤ 1 % off from d = 100, ≤ 3 % at the tiny preset's d ≈ 32), ``mamba`` by
 ``d_model`` and the time-step rank (``dt_rank``, ≥ HF's default ceil(d/16)), which lands
-within a few hundred parameters. :func:`recurrent_sizes` says what was chosen. The Llama-style
-transformers (``llama``, ``llama-rope``, ``llama-nope``: :mod:`windtunnel.llama`) take the
-preset's sizes as they are; the baselines stay matched to the GPT-2 ``transformer``.
+within a few hundred parameters, ``mamba2`` (:mod:`windtunnel.mamba2`) by ``d_model``, its
+SSD head count the one whose head size is nearest Mamba-2's 64 (:func:`mamba2_heads`).
+:func:`recurrent_sizes` says what was chosen. The Llama-style transformers (``llama``,
+``llama-rope``, ``llama-nope``: :mod:`windtunnel.llama`) take the preset's sizes as they are;
+the baselines stay matched to the GPT-2 ``transformer``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
 
 from .llama import WindTunnelLlama, WindTunnelLlamaConfig, build_llama
+from .mamba2 import build_mamba2, mamba2_params, ssd_bytes
 from .mlp import WindTunnelMLP, WindTunnelMLPConfig
 from .recurrent import WindTunnelLSTM, WindTunnelLSTMConfig, lstm_params, mamba_config, mamba_params
 from .task import TaskConfigError, TokenTask
@@ -136,6 +139,29 @@ def mamba_sizes(task: TokenTask, preset: str) -> tuple[int, int]:
     return best
 
 
+def mamba2_heads(d_model: int) -> int | None:
+    """The SSD head count of a Mamba-2 of width ``d_model``: the one whose head size 2d / H
+    (a whole number from 32 to 128) is nearest 64, Mamba-2's default, in ratio; None where no
+    head count gives such a size."""
+    inner = 2 * d_model
+    heads = [h for h in range(1, inner + 1) if inner % h == 0 and 32 <= inner // h <= 128]
+    return min(heads, key=lambda h: (abs(math.log(inner / h / 64)), h)) if heads else None
+
+
+def mamba2_sizes(task: TokenTask, preset: str) -> tuple[int, int]:
+    """(d_model, n_heads) of the Mamba-2 of the preset's depth whose count is closest to the
+    transformer's (ties: the narrower), among the widths :func:`mamba2_heads` can split."""
+    p = get_preset(preset)
+    target = transformer_params(task, preset)
+
+    def cost(d: int) -> int:
+        return mamba2_params(task.vocab_size, d, p.n_layer, mamba2_heads(d) or 1)
+
+    d = min((d for d in _widths(target, cost) if mamba2_heads(d)),
+            key=lambda d: (abs(cost(d) - target), d))
+    return d, mamba2_heads(d) or 1
+
+
 def _build_lstm(task: TokenTask, preset: str) -> PreTrainedModel:
     return WindTunnelLSTM(lstm_config(task, preset))
 
@@ -150,9 +176,16 @@ def _build_mamba(task: TokenTask, preset: str) -> PreTrainedModel:
         bayesgeom_preset={"n_layer": n_layer, "d_model": d, "dt_rank": r, "matched_to": preset}))
 
 
+def _build_mamba2(task: TokenTask, preset: str) -> PreTrainedModel:
+    d, h = mamba2_sizes(task, preset)
+    n_layer = get_preset(preset).n_layer
+    return build_mamba2(task.vocab_size, d, n_layer, h, bayesgeom_preset={
+        "n_layer": n_layer, "d_model": d, "n_heads": h, "matched_to": preset})
+
+
 def recurrent_sizes(task: TokenTask, arch: str, preset: str) -> dict[str, int]:
-    """What the matched ``arch`` (``lstm`` or ``mamba``) is for ``task`` at ``preset``: its
-    depth, width (and rank), parameter count and the transformer's."""
+    """What the matched ``arch`` (``lstm``, ``mamba`` or ``mamba2``) is for ``task`` at
+    ``preset``: its depth, width (and rank or heads), parameter count and the transformer's."""
     n_layer = get_preset(preset).n_layer
     target = transformer_params(task, preset)
     if arch == "lstm":
@@ -164,7 +197,12 @@ def recurrent_sizes(task: TokenTask, arch: str, preset: str) -> dict[str, int]:
         return {"n_layer": n_layer, "d_model": d, "dt_rank": r,
                 "params": mamba_params(task.vocab_size, d, n_layer, r),
                 "transformer_params": target}
-    raise TaskConfigError(f"{arch!r} is not a recurrent arch; use 'lstm' or 'mamba'")
+    if arch == "mamba2":
+        d, h = mamba2_sizes(task, preset)
+        return {"n_layer": n_layer, "d_model": d, "n_heads": h,
+                "params": mamba2_params(task.vocab_size, d, n_layer, h),
+                "transformer_params": target}
+    raise TaskConfigError(f"{arch!r} is not a recurrent arch; use 'lstm', 'mamba' or 'mamba2'")
 
 
 ARCHS: dict[str, Callable[[TokenTask, str], PreTrainedModel]] = {
@@ -173,6 +211,8 @@ ARCHS: dict[str, Callable[[TokenTask, str], PreTrainedModel]] = {
     "mlp-flat": _build_mlp("flat"),
     "lstm": _build_lstm,
     "mamba": _build_mamba,
+    # Mamba-2 (HF's model, bayesgeom's quadratic SSD forward): scalar decay per head
+    "mamba2": _build_mamba2,
     # Llama-style (windtunnel.llama: RMSNorm, bias-free attention) at the transformer's preset
     # sizes: learned absolute positions (the paper's production model), RoPE, or none
     "llama": lambda task, preset: build_llama(task, get_preset(preset), "learned"),
@@ -211,11 +251,14 @@ def scan_bytes(task: TokenTask, arch: str, preset: str, n: int, layers: int | No
     [n, 2d, T, 16] eight times per layer (discretised A and B, their input product, the
     states, and their gradients), for ``layers`` layers (default all); 0 for the other archs.
     Measured: a bijection V = 20 step on the small preset at batch 128 peaks 677 MiB above
-    the batch; this estimate says 740 MiB."""
+    the batch; this estimate says 740 MiB. For ``mamba2``: its quadratic SSD,
+    :func:`windtunnel.mamba2.ssd_bytes`."""
+    n_layer = get_preset(preset).n_layer if layers is None else layers
+    if arch == "mamba2":
+        return ssd_bytes(n, mamba2_sizes(task, preset)[1], task.seq_len, n_layer)
     if arch != "mamba":
         return 0
     d, _ = mamba_sizes(task, preset)
-    n_layer = get_preset(preset).n_layer if layers is None else layers
     return 8 * 4 * n * 2 * d * task.seq_len * 16 * n_layer
 
 
@@ -228,6 +271,8 @@ def check_batch_memory(task: TokenTask, arch: str, preset: str, batch_size: int,
         att = attention_bytes(arch, preset, n, task.seq_len, layers)
         scan = scan_bytes(task, arch, preset, n, layers)
         extra = (f"attention [{n}, heads, {task.seq_len}, {task.seq_len}]" if att else
+                 f"the SSD [{n}, heads, {task.seq_len}, {task.seq_len}]" if scan and
+                 arch == "mamba2" else
                  f"the selective scan [{n}, 2d, {task.seq_len}, 16]" if scan else "")
         task.check_memory(n, task.batch_bytes(n) + att + scan, flag, extra=extra)
 

@@ -44,6 +44,7 @@ from ..records import (
     write_text,
 )
 from .architectures import register_auto_classes
+from .mamba2 import use_ssd
 
 hf_logging.disable_progress_bar()  # per-shard bars would drown the training progress bar
 
@@ -229,6 +230,8 @@ def load_model(path: str | Path, fix: str = REPLACE_FIX) -> PreTrainedModel:
         kw = {"attn_implementation": "eager"} if cfg.get("model_type") == "gpt2" else {}
         register_auto_classes()  # the MLP, LSTM and Llama wind tunnels' own classes
         model = AutoModelForCausalLM.from_pretrained(path, use_safetensors=True, **kw)
+        if cfg.get("model_type") == "mamba2":  # the forward it trained with (same numbers)
+            use_ssd(model)
     except Exception as e:  # safetensors / config errors have many types
         raise CheckpointError(f"corrupt model at {path}: {type(e).__name__}: "
                               f"{str(e).splitlines()[0] if str(e) else ''}; {fix}") from e

@@ -14,8 +14,8 @@ from __future__ import annotations
 from ..records import UsageError
 
 #: the model architectures (:data:`windtunnel.architectures.ARCHS`), in its order
-ARCH_NAMES: tuple[str, ...] = ("transformer", "mlp-position", "mlp-flat", "lstm", "mamba", "llama",
-                               "llama-rope", "llama-nope", "llama-alibi", "llama-bam",
+ARCH_NAMES: tuple[str, ...] = ("transformer", "mlp-position", "mlp-flat", "lstm", "mamba", "mamba2",
+                               "llama", "llama-rope", "llama-nope", "llama-alibi", "llama-bam",
                                "llama-bam-ssmax")
 
 #: the model sizes (:data:`windtunnel.transformer.TRANSFORMER_PRESETS`), in its order

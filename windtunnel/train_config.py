@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records import check_options, json_safe, option, run_settings, seed_option
 from .names import ARCH_NAMES, PRESET_NAMES, TaskConfigError
+from .plateau_rule import PLATEAU_METRICS
 
 if TYPE_CHECKING:  # the config imports no torch: the command line checks it first
     import pandas as pd
@@ -69,6 +70,17 @@ class TrainConfig:
     #: Part of the run's identity; 0 is left out of the settings, so older runs keep theirs.
     monitor_every: int = option(0, "log the training-dynamics monitor every N steps "
                                    "(0: off; a divisor of --ckpt-every)", min=0)
+    #: Stop once the last N held-out evaluations (every ``eval_every`` steps) improved
+    #: ``plateau_metric`` by no more than ``plateau_tol`` of its best before them
+    #: (:mod:`windtunnel.plateau_rule`); ``steps`` and ``max_minutes`` stay the caps. The
+    #: learning rate still follows the cap's schedule. 0 (off) is left out of the settings.
+    plateau_window: int = option(0, "stop when the last N held-out evaluations improved by at "
+                                    "most --plateau-tol (0: off; --steps stays the cap)", min=0)
+    plateau_tol: float = option(0.02, "the plateau rule's tolerance: an improvement smaller "
+                                      "than this fraction of the best so far does not count",
+                                min=0.0, max=0.99)
+    plateau_metric: str = option("kl_bits", "the held-out metric the plateau rule watches",
+                                 choices=PLATEAU_METRICS)
 
     def validate(self) -> TokenTask:
         """The task, after checking every option (its declared type and range), the task's
@@ -96,6 +108,8 @@ class TrainConfig:
         equal settings."""
         d = run_settings(self)  # every identity option (not the device)
         d = {k: v for k, v in d.items() if k not in ("intervention", "monitor_every") or v}
+        if not self.plateau_window:  # off: older runs keep their settings
+            d = {k: v for k, v in d.items() if not k.startswith("plateau_")}
         d["task_params"] = {k: v for k, v in task.config().items() if k != "task"}
         return json_safe(d)
 

@@ -8,7 +8,11 @@ step ``s`` from ``stream(seed, TRAIN, s)`` -- the generator of
 (no plain-tuple aliasing such as ``default_rng(s)`` = ``default_rng((s, 0))``), so evaluation
 never replays a training batch; and a step's batch depends on the run seed and the step alone, so
 a resumed run sees exactly the batches an uninterrupted one would, and its final metrics match
-bit for bit. Model initialisation uses torch's generator (``torch.manual_seed(seed)``).
+bit for bit. A run stops at ``steps``, at ``max_minutes`` of training, or (``plateau_window``)
+when its held-out metric stops improving (:mod:`windtunnel.plateau_rule`, decided from the
+logged evaluations alone, so a resumed run stops where an uninterrupted one would); the reason
+is recorded as ``stop_reason`` (``steps``, ``time_budget``, ``plateau``) in ``run.json``. Model
+initialisation uses torch's generator (``torch.manual_seed(seed)``).
 
 A run is held by one process and claimed in ``run.json`` (:class:`records.RunDir`):
 its settings are the full configuration with the task's parameters spelled out
@@ -46,6 +50,7 @@ from .evaluate import (
     evaluate,
 )
 from .metrics import CalibrationReport
+from .plateau_rule import plateaued
 from .progress import TrainingBar
 from .runs import EXPERIMENT, log_frame, read_finished, write_finished
 from .seeds import Purpose, stream
@@ -187,6 +192,7 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
     model.train()
     t0 = time.perf_counter() - elapsed
     stop = "steps"
+    metric = f"eval_{cfg.plateau_metric}"  # the column the plateau rule reads
     budget = None if cfg.max_minutes is None else cfg.max_minutes * 60.0
     bar = TrainingBar(cfg.steps, budget, step, elapsed, f"{cfg.arch}/{cfg.task}", progress)
 
@@ -246,6 +252,10 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
             row.update(monitor(model, step))
         if row is not None:
             log_rows.append(row)
+        if cfg.plateau_window and step % cfg.eval_every == 0 and step > cfg.warmup_steps and \
+                plateaued([r[metric] for r in log_rows if metric in r], cfg.plateau_window,
+                          cfg.plateau_tol):
+            stop = "plateau"
         if (
             cfg.dense_ckpt_until
             and step <= cfg.dense_ckpt_until
@@ -253,13 +263,14 @@ def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
         ):
             save_dense(ckroot, step, model)
         over_budget = budget is not None and time.perf_counter() - t0 >= budget
-        if over_budget:
+        if over_budget and stop != "plateau":
             stop = "time_budget"
-        if step % cfg.ckpt_every == 0 or step == cfg.steps or over_budget:
+        ending = over_budget or stop == "plateau"
+        if step % cfg.ckpt_every == 0 or step == cfg.steps or ending:
             save_checkpoint(ckroot, step, model, opt, log_state(), log_frame(log_rows))
         if on_step is not None:
             on_step(step)
-        if over_budget:
+        if ending:
             break
     bar.close()
     wall = time.perf_counter() - t0

@@ -53,6 +53,9 @@ class SweepConfig(RunOptions, experiment="sweep"):
     lr: float = same_option(TrainConfig, "lr")
     eval_every: int = same_option(TrainConfig, "eval_every")
     eval_size: int = same_option(TrainConfig, "eval_size")
+    plateau_window: int = same_option(TrainConfig, "plateau_window")
+    plateau_tol: float = same_option(TrainConfig, "plateau_tol")
+    plateau_metric: str = same_option(TrainConfig, "plateau_metric")
     device: str | None = same_option(TrainConfig, "device")
     task_params: dict[str, dict[str, Any]] = option(
         None, "per task, its parameters as JSON, e.g. '{\"hmm\": {\"K\": 20}}'",

@@ -78,6 +78,9 @@ def cells(cfg: SweepConfig) -> list[Cell]:
                                      arch=arch, preset=preset, steps=cfg.steps, seed=seed,
                                      batch_size=cfg.batch_size, lr=cfg.lr,
                                      eval_every=cfg.eval_every, eval_size=cfg.eval_size,
+                                     plateau_window=cfg.plateau_window,
+                                     plateau_tol=cfg.plateau_tol,
+                                     plateau_metric=cfg.plateau_metric,
                                      ckpt_every=max(1, min(1000, cfg.steps)),
                                      warmup_steps=min(300, cfg.steps // 10),
                                      max_minutes=cfg.max_minutes, device=cfg.device)

@@ -11,9 +11,9 @@ from .gpt_neox import GPT_NEOX
 from .llama import LLAMA
 from .mistral import MISTRAL
 from .phi import PHI
-from .recurrent import LSTM, MAMBA
+from .recurrent import LSTM, MAMBA, MAMBA2
 
-FAMILIES: tuple[FamilyAdapter, ...] = (GPT_NEOX, PHI, LLAMA, MISTRAL, GPT2, MAMBA, LSTM)
+FAMILIES: tuple[FamilyAdapter, ...] = (GPT_NEOX, PHI, LLAMA, MISTRAL, GPT2, MAMBA, MAMBA2, LSTM)
 
 
 def adapter_for(model: nn.Module) -> FamilyAdapter:

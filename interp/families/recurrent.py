@@ -1,16 +1,17 @@
-"""Recurrent families: HF's Mamba and the wind-tunnel LSTM. They have no attention.
+"""Recurrent families: HF's Mamba and Mamba-2 and the wind-tunnel LSTM. They have no attention.
 
 Their sites are ``resid_pre.L`` / ``resid_post.L`` (a block's input and output),
 ``final_norm.scale`` and ``logits``; Mamba's mixer output (the block's one sublayer, so
 ``resid_post.L = resid_pre.L + mlp_out.L`` as in a transformer block without attention) is
-``mlp_out.L``. The LSTM's layers have no residual connection and no sublayer: a layer's output,
+``mlp_out.L``; Mamba-2's block has the same layout (its mixer: the SSD with gated norm). The
+LSTM's layers have no residual connection and no sublayer: a layer's output,
 the recurrence itself, is ``resid_post.L``. Every attention site (``attn.L.q/k/v/pattern/z``,
 ``attn_out.L``), the LSTM's ``mlp_out.L`` and head geometry raise one
 :class:`NoAttentionError` line saying so, before any forward pass runs.
 
 The LSTM (``model_type`` ``bayesgeom_lstm``) loads with ``interp.load(path)`` once
 ``windtunnel`` is imported in the process (its Auto-class registration is global); Mamba is a
-stock ``MambaForCausalLM`` and loads without it.
+stock ``MambaForCausalLM`` (Mamba-2: ``Mamba2ForCausalLM``) and loads without it.
 """
 
 from __future__ import annotations
@@ -92,6 +93,20 @@ MAMBA = RecurrentAdapter(
     mixer="the mixer output",
     description="Mamba (HF MambaForCausalLM: selective-scan mixer, RMSNorm, no attention; "
                 "mlp_out.L is the mixer output)",
+)
+
+MAMBA2 = RecurrentAdapter(
+    name="mamba2",
+    model_types=("mamba2",),
+    layers="backbone.layers",
+    attention=None,
+    out_proj=None,
+    mlp="mixer",
+    final_norm="backbone.norm_f",
+    lm_head="lm_head",
+    mixer="the mixer output",
+    description="Mamba-2 (HF Mamba2ForCausalLM: SSD mixer with a scalar decay per head, "
+                "RMSNorm, no attention; mlp_out.L is the mixer output)",
 )
 
 LSTM = RecurrentAdapter(

@@ -76,7 +76,7 @@ def test_models_lists_families_default_model_and_cache(capsys, monkeypatch, tmp_
     assert main(["models", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert [f["name"] for f in info["families"]] == ["gpt_neox", "phi", "llama", "mistral", "gpt2",
-                                                   "mamba", "lstm"]
+                                                   "mamba", "mamba2", "lstm"]
     assert info["default_model"]["name"] == "smollm2-135m-instruct"
     assert info["default_model"]["cache_dir"].startswith(str(tmp_path))
     assert info["backends"] == ["hf", "transformer_lens"]

@@ -180,7 +180,8 @@ def test_the_submitit_backend_gives_the_same_numbers(swept, tmp_path):
     ("paper_table", 30, {"llama", "lstm", "mamba", "mlp-position", "mlp-flat"}, {"paper"}),
     ("paper_hmm", 15, {"transformer", "lstm", "mamba", "mlp-position", "mlp-flat"},
      {"paper-hmm"}),
-    ("cpu_table", 45, {"transformer", "lstm", "mamba", "mlp-position", "mlp-flat"}, {"small"}),
+    ("cpu_table", 54, {"transformer", "lstm", "mamba", "mamba2", "mlp-position", "mlp-flat"},
+     {"small"}),
 ])
 def test_the_table_configs_are_valid_sweeps(name, n, archs, presets):
     from pathlib import Path

@@ -1,6 +1,6 @@
-"""The recurrent families (HF Mamba, the wind-tunnel LSTM) through interp: residual sites with
-their shapes and values, Mamba's mixer output, left padding, loading, the random-init twin,
-and one clear line for every attention site."""
+"""The recurrent families (HF Mamba and Mamba-2, the wind-tunnel LSTM) through interp: residual
+sites with their shapes and values, Mamba's mixer output, left padding, loading, the random-init
+twin, and one clear line for every attention site."""
 
 import pytest
 import torch
@@ -10,7 +10,7 @@ from bayesgeom.interp.families.recurrent import NoAttentionError
 from bayesgeom.windtunnel import make_task
 from bayesgeom.windtunnel.architectures import build_model
 
-ARCHS = ("lstm", "mamba")
+ARCHS = ("lstm", "mamba", "mamba2")
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +43,9 @@ def test_residual_sites_have_their_shapes_and_values(models, arch):
     torch.testing.assert_close(st["logits"].reshape(3, 7, -1), out.logits.float())
 
 
-def test_mamba_mixer_output_is_the_block_update(models):
-    m = interp.InterpModel(models["mamba"])
+@pytest.mark.parametrize("arch", ["mamba", "mamba2"])
+def test_mamba_mixer_output_is_the_block_update(models, arch):
+    m = interp.InterpModel(models[arch])
     st = interp.capture(m, _ids(), ["resid_pre.1", "mlp_out.1", "resid_post.1"],
                         positions="all", progress=False)
     torch.testing.assert_close(st["resid_pre.1"] + st["mlp_out.1"],

@@ -74,7 +74,7 @@ def test_paper_hmm_preset_is_the_spec_hmm_model_and_baselines_match_it():
     t = make_task("hmm")
     target = transformer_params(t, "paper-hmm")
     with torch.device("meta"):
-        for arch in ("mlp-position", "mlp-flat", "lstm", "mamba"):
+        for arch in ("mlp-position", "mlp-flat", "lstm", "mamba", "mamba2"):
             got = n_params(build_model(t, arch, "paper-hmm"))
             assert abs(got - target) / target <= 0.02, arch
     assert recurrent_sizes(t, "lstm", "paper-hmm")["n_layer"] == 9

@@ -1,11 +1,11 @@
-"""The recurrent baselines (LSTM, Mamba): parameter matching, training through the same loop,
-save / reload, and the LSTM's left-padding equivalence."""
+"""The recurrent baselines (LSTM, Mamba, Mamba-2): parameter matching, training through the same
+loop, save / reload, and the LSTM's left-padding equivalence."""
 
 import json
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, MambaForCausalLM
+from transformers import AutoModelForCausalLM, Mamba2ForCausalLM, MambaForCausalLM
 
 from bayesgeom import interp
 from bayesgeom.analyses.kit.models import open_model
@@ -27,7 +27,7 @@ TASKS = {"bijection": {"V": 20}, "hmm": {}}
 
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("preset", ["tiny", "small", "paper"])
-@pytest.mark.parametrize("arch", ["lstm", "mamba"])
+@pytest.mark.parametrize("arch", ["lstm", "mamba", "mamba2"])
 def test_recurrent_baselines_are_parameter_matched(task, preset, arch):
     t = make_task(task, **TASKS[task])
     target = transformer_params(t, preset)
@@ -74,6 +74,7 @@ def test_lstm_saves_and_loads_through_auto_classes(tmp_path):
 @pytest.mark.parametrize(("arch", "task", "cls"), [
     ("lstm", "hmm", WindTunnelLSTM),
     ("mamba", "bijection", MambaForCausalLM),
+    ("mamba2", "hmm", Mamba2ForCausalLM),
 ])
 def test_recurrent_trains_saves_and_reloads(tmp_path, arch, task, cls):
     cfg = TrainConfig(task=task, task_params={"V": 6} if task == "bijection" else {"K": 6},
