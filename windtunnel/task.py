@@ -28,13 +28,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..records import OptionError, check_options
 from .memory import format_bytes, memory_limit
 from .names import TASK_NAMES, TaskConfigError
 from .posterior_prompts import PosteriorPrompts
 from .seeds import Purpose, stream
 from .sparse_posterior import SparsePosterior
-from .task_configs import TASK_CONFIGS
+from .task_configs import TASK_CONFIGS, task_params_problem
 
 #: tasks with a sparse posterior form carry the dense [B, Q, H] one only up to this many
 #: hypotheses (bijection V = 1,000 would need ~1 GB per 128 sequences)
@@ -305,17 +304,10 @@ def make_task(name: str, **params: Any) -> Task:
     if name not in TASKS:
         raise TaskConfigError(f"unknown task {name!r}; available: {', '.join(sorted(TASKS))}")
     reg = TASKS[name]
-    fields = set(reg.config_cls.__dataclass_fields__)
-    unknown = set(params) - fields
-    if unknown:
-        raise TaskConfigError(
-            f"task {name!r} has no parameter(s) {sorted(unknown)}; valid: {sorted(fields)}")
-    cfg = reg.config_cls(**params)
-    try:
-        check_options(cfg)
-    except OptionError as e:
-        raise TaskConfigError(f"task {name!r}: {e}") from None
-    return reg.cls(cfg)
+    problem = task_params_problem(name, params)
+    if problem is not None:
+        raise TaskConfigError(problem)
+    return reg.cls(reg.config_cls(**params))
 
 
 def make_token_task(name: str, **params: Any) -> TokenTask:

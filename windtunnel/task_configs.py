@@ -10,9 +10,9 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from ..records import option, same_option
+from ..records import OptionError, check_options, option, same_option
 from .priors import PRIORS
 from .sula_config import SulaTaskConfig
 
@@ -113,3 +113,28 @@ class LongRecallConfig:
 TASK_CONFIGS: dict[str, type] = {"assoc_recall": AssocRecallConfig, "bijection": BijectionConfig,
                                  "hmm": HMMConfig, "long_recall": LongRecallConfig,
                                  "sula": SulaTaskConfig}
+
+
+def task_params_problem(name: str, params: dict[str, Any]) -> str | None:
+    """The first problem with ``params`` as the options of task ``name`` (one of
+    :data:`TASK_CONFIGS`) -- an unknown name, or a value of the wrong type or outside its
+    declared range -- as one line, or None. Torch-free, so a command line checks it before any
+    task module is imported; checks across parameters stay with the task's constructor
+    (:func:`windtunnel.task.make_task`, which uses this for the per-field ones).
+
+    Example:
+        >>> task_params_problem("hmm", {"Q": 3})
+        "task 'hmm' has no parameter(s) ['Q']; valid: ['K', 'O', 'S', 'max_K', 'target_window']"
+        >>> task_params_problem("hmm", {"K": 30}) is None
+        True
+    """
+    cls = TASK_CONFIGS[name]
+    fields = set(cls.__dataclass_fields__)
+    unknown = set(params) - fields
+    if unknown:
+        return f"task {name!r} has no parameter(s) {sorted(unknown)}; valid: {sorted(fields)}"
+    try:
+        check_options(cls(**params))
+    except OptionError as e:
+        return f"task {name!r}: {e}"
+    return None

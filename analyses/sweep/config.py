@@ -12,6 +12,7 @@ from typing import Any
 
 from ...records import option, same_option, seed_option
 from ...windtunnel.names import ARCH_NAMES, PRESET_NAMES, TEXT_TASK_NAMES, TOKEN_TASK_NAMES
+from ...windtunnel.task_configs import task_params_problem
 from ...windtunnel.train_config import TrainConfig
 from ..kit.errors import ExperimentError
 from ..kit.run_options import RunOptions
@@ -90,6 +91,16 @@ class SweepConfig(RunOptions, experiment="sweep"):
             extra = sorted(set(getattr(self, name)) - set(self.tasks))
             if extra:
                 raise ExperimentError(f"{name} for {', '.join(extra)}, which is not in tasks")
+        for task in self.tasks:  # names and declared ranges, torch-free
+            base = self.task_params.get(task, {})
+            overrides = self.eval_params.get(task, [])
+            if not isinstance(overrides, list) or not all(isinstance(o, dict) for o in overrides):
+                continue  # check_overrides says what shape it must have
+            for params in (base, *({**base, **o} for o in overrides)):
+                problem = task_params_problem(task, params)
+                if problem is not None:
+                    where = "task_params" if params is base else "eval_params"
+                    raise ExperimentError(f"{where} {task}: {problem}")
         if self.eval_params:  # each override builds its task (torch): after the light checks
             from .evals import check_overrides
         for task, overrides in self.eval_params.items():

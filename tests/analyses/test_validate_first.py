@@ -143,7 +143,9 @@ def test_a_foreign_out_is_refused_on_a_machine_without_the_model(
     *[[*_argv(e), "--out", "benchmarks/cli_startup.py"] for e in EXPERIMENTS],
     ["steer", "--n-random", "0", "--out", "x"],
     ["sweep", "--tasks", "nosuch", "--out", "x"],
-], ids=lambda a: " ".join(a[:2]))
+    ["sweep", "--tasks", "hmm", "--eval-params", '{"hmm": [{"Q": 3}]}', "--out", "x"],
+    ["sweep", "--tasks", "hmm", "--task-params", '{"hmm": {"K": -3}}', "--out", "x"],
+], ids=lambda a: " ".join(a[:2] if a[0] != "sweep" else a[:4]))
 def test_the_validation_path_imports_nothing_heavy(argv: list[str]) -> None:
     """A usage error is answered by the config modules alone: no torch, transformers, pandas,
     scipy, plotly or scikit-learn is imported (run from the repository root)."""
