@@ -2,15 +2,13 @@
 (spec §1.9), each beside the clean model and a mean-ablation control; optionally the model
 retrained with attention removed from its top layers, beside its control."""
 
-from ..kit.experiment import Experiment, Later, lazy_exports
+from ..kit.experiment import Experiment, package_exports
 
-EXPERIMENTS = (Experiment(
-    "ablate", "head and layer ablations of a wind-tunnel model (and the top-attention retrain)",
-    config=Later(f"{__name__}.config", "AblationsConfig"),
-    run=Later(f"{__name__}.run", "run_experiment"),
-    summary=Later(f"{__name__}.report", "format_summary")),)
+EXPERIMENTS = (Experiment.in_package(
+    __name__, "ablate",
+    "head and layer ablations of a wind-tunnel model (and the top-attention retrain)",
+    "AblationsConfig", "run_experiment"),)
 
 #: the package's names, each imported on first use (listing the commands imports no torch)
 EXPORTS = {"AblationsConfig": "config", "run_experiment": "run"}
-__all__ = ["EXPERIMENTS", *EXPORTS]
-__getattr__ = lazy_exports(__name__, EXPORTS)
+__all__, __getattr__ = package_exports(__name__, EXPORTS)

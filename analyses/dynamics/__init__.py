@@ -2,25 +2,21 @@
 model against autograd), ``em-vs-sgd`` (the sticky Markov-chain training comparison) and the
 training-dynamics monitor of ``windtunnel train --monitor-every``."""
 
-from ..kit.experiment import Experiment, Later, lazy_exports
+from ..kit.experiment import Experiment, package_exports
 
 EXPERIMENTS = (
-    Experiment("verify", "the routing law, value update and Q/K gradients of every attention "
-               "head, predicted and compared with autograd",
-               config=Later(f"{__name__}.verify_config", "VerifyConfig"),
-               run=Later(f"{__name__}.verify", "run_verify"),
-               summary=Later(f"{__name__}.verify_report", "format_summary"), group="dynamics"),
-    Experiment("em-vs-sgd", "the sticky Markov chain: the authors' SGD and learning-rate split, "
-               "tuned baselines (SGD, per-matrix lrs, Adam) and an EM-like closed-form M-step "
-               "with its ablations, over seeds, with paired tests",
-               config=Later(f"{__name__}.em_vs_sgd_config", "EmVsSgdConfig"),
-               run=Later(f"{__name__}.em_vs_sgd", "run_em_vs_sgd"),
-               summary=Later(f"{__name__}.em_vs_sgd_report", "format_summary"),
-               group="dynamics"),
+    Experiment.in_package(
+        __name__, "verify", "the routing law, value update and Q/K gradients of every "
+        "attention head, predicted and compared with autograd", "VerifyConfig", "run_verify",
+        modules=("verify_config", "verify", "verify_report"), group="dynamics"),
+    Experiment.in_package(
+        __name__, "em-vs-sgd", "the sticky Markov chain: the authors' SGD and learning-rate "
+        "split, tuned baselines (SGD, per-matrix lrs, Adam) and an EM-like closed-form M-step "
+        "with its ablations, over seeds, with paired tests", "EmVsSgdConfig", "run_em_vs_sgd",
+        modules=("em_vs_sgd_config", "em_vs_sgd", "em_vs_sgd_report"), group="dynamics"),
 )
 
 #: the package's names, each imported on first use (listing the commands imports no torch)
 EXPORTS = {"EmVsSgdConfig": "em_vs_sgd_config", "VerifyConfig": "verify_config",
            "run_em_vs_sgd": "em_vs_sgd", "run_verify": "verify"}
-__all__ = ["EXPERIMENTS", *EXPORTS]
-__getattr__ = lazy_exports(__name__, EXPORTS)
+__all__, __getattr__ = package_exports(__name__, EXPORTS)

@@ -88,6 +88,14 @@ def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]
     return __getattr__
 
 
+def package_exports(package: str, names: Mapping[str, str],
+                    ) -> tuple[list[str], Callable[[str], Any]]:
+    """``(__all__, __getattr__)`` of an experiment folder ``package``: ``EXPERIMENTS`` and
+    ``names`` (name -> its submodule), each imported on first use (:func:`lazy_exports`), so
+    listing the commands imports no torch."""
+    return ["EXPERIMENTS", *names], lazy_exports(package, names)
+
+
 class Experiment:
     """One experiment command: ``name`` (command name), ``help`` (one line), ``config`` (its
     config dataclass), ``run`` (config -> typed result), ``summary`` (result -> terminal text);
@@ -109,6 +117,18 @@ class Experiment:
         self._config, self._nested = config, dict(nested or {})
         self.run, self.summary, self.failed = run, summary, failed
         self.arguments, self.prepare = arguments, prepare
+
+    @classmethod
+    def in_package(cls, package: str, name: str, help: str, config: str, run: str,
+                   modules: tuple[str, str, str] = ("config", "run", "report"),
+                   **kw: Any) -> Experiment:
+        """The usual layout of an experiment folder ``package`` (its ``__name__``): the config
+        class ``config`` in its ``config`` module, the function ``run`` in ``run`` and
+        ``format_summary`` in ``report`` (``modules`` names others), each imported when the
+        command is chosen; ``kw`` as for the constructor."""
+        cmod, rmod, smod = (f"{package}.{m}" for m in modules)
+        return cls(name, help, config=Later(cmod, config), run=Later(rmod, run),
+                   summary=Later(smod, "format_summary"), **kw)
 
     def __repr__(self) -> str:
         return f"Experiment({self.name!r}, group={self.group!r})"
