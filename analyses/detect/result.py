@@ -7,34 +7,25 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from ...probes.key_frame import FrameScore
+
 CONDITIONS = ("trained", "random_init")
 #: the per-head columns :meth:`DetectResult.layer_means` averages
 LAYER_COLUMNS = ("mean_abs_cos", "orthogonality", "chance", "ceiling", "vs_ceiling", "isotropy",
                  "isotropy_chance", "utilisation")
 
 
-@dataclass
-class HeadFrame:
-    """One head's frame (:class:`probes.key_frame.FrameScore` fields) in one condition."""
+@dataclass(frozen=True)
+class HeadFrame(FrameScore):
+    """One head's frame (every :class:`probes.key_frame.FrameScore` field) in one condition
+    (``"trained"`` or ``"random_init"``), at ``layer`` and kv ``head``."""
 
     condition: str
     layer: int
     head: int
-    m: int
-    d: int
-    mean_abs_cos: float
-    orthogonality: float
-    chance_abs_cos: float
-    chance: float
-    reduction_vs_random: float
-    orthogonalisable: bool
-    welch: float
-    ceiling: float
-    vs_ceiling: float
-    isotropy: float
-    isotropy_chance: float
-    effective_rank: float
-    utilisation: float
+
+    #: the columns that name a head, first in every table of heads
+    KEYS = ("condition", "layer", "head")
 
 
 @dataclass

@@ -120,5 +120,6 @@ def _write(cfg: DetectConfig, m: interp.InterpModel, res: DetectResult) -> None:
     from .report import write_report
 
     table = pd.DataFrame([asdict(h) for h in res.heads]).assign(model=res.model)
+    table = table[[*HeadFrame.KEYS, *(c for c in table.columns if c not in HeadFrame.KEYS)]]
     write_run(cfg, res, model=m, tables={"table.parquet": table},
               report=lambda path, manifest: write_report(path, res, table, manifest))
