@@ -117,7 +117,7 @@ def _edit_row(r: SteerResult, cond: str, st: EffectStat) -> Finding:
     elif r.n_random < r.controls_needed:
         evidence.append(f"with {r.n_random} controls no permutation p can survive Holm "
                         f"(needs {r.controls_needed})")
-    if not why and not r.parametric_reliable:
+    if not why and not r.controls_adequate:
         evidence.append("controls do not carry the axis' energy: see the caveats")
     if r.notes:
         evidence.append("confound: " + r.notes[0].split(":")[0])

@@ -220,7 +220,7 @@ def survival_text(s: SteerResult) -> str:
     par = ", ".join(_signed(s, c) for c in s.survivors_parametric) or "none"
     text = (f"Primary test {s.primary}, Holm over {n} condition(s) at 0.05: survives with "
             f"the permutation p: {perm}; with the parametric test: {par}.")
-    if not s.parametric_reliable:
+    if not s.controls_adequate:
         text += (" The controls do not carry the axis' energy where the edits are applied "
                  "(see the caveats): a surviving effect may be that difference.")
     if s.n_random < s.controls_needed:

@@ -119,9 +119,10 @@ class SteerResult:
     and spread); ``vocabulary``: what the next-token metrics read ("hypotheses" for a wind
     tunnel, else "full"); ``survivors``: conditions whose ``primary`` test survives Holm over
     the primary family (permutation p), ``survivors_parametric``: the same with the
-    parametric p, which ``parametric_reliable`` False marks as not clean (the controls do not
-    carry the axis' energy, or collapse to too few independent ones, in which case
-    ``verdict_withheld`` is set and neither list holds anything); ``notes``: plain
+    parametric p; ``controls_adequate``: the controls carry the axis' energy and amount to
+    enough independent ones (False: every p is not clean, and if they collapse to too few
+    independent ones ``verdict_withheld`` is set and neither list holds anything; summaries
+    written before this name read True); ``notes``: plain
     statements of the run's confounds (e.g. an exact entropy that is a function of position)."""
 
     model: str
@@ -151,7 +152,7 @@ class SteerResult:
     wall_s: float
     clean_pass_s: float
     reused_conditions: int
-    parametric_reliable: bool = True
+    controls_adequate: bool = True
     notes: list[str] = field(default_factory=list)
     #: the fewest controls with which the primary family could survive Holm (its permutation
     #: floor 1/(n + 1) below 0.05/m), and whether every verdict was withheld because the

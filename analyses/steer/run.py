@@ -67,9 +67,9 @@ from .stats import (
     PRIMARY_EFFECT,
     PRIMARY_METRIC,
     confound_notes,
+    controls_adequate,
     controls_needed,
     effects_table,
-    parametric_reliable,
 )
 
 
@@ -214,7 +214,7 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
         survivors=[str(c) for c in primary[primary["survives"]]["condition"]],
         survivors_parametric=[str(c) for c in
                               primary[primary["survives_parametric"]]["condition"]],
-        parametric_reliable=parametric_reliable(controls),
+        controls_adequate=controls_adequate(controls),
         notes=confound_notes(runner.last_positions, pp.h_bayes_bits, cfg.seed),
         controls_needed=controls_needed(len(conds)), quick=cfg.quick,
         verdict_withheld=bool(len(effects) and effects["verdict_withheld"].any()),

@@ -169,7 +169,7 @@ def shortfalls(c: ControlSet) -> tuple[bool, bool]:
     return unmatched, collapsed
 
 
-def parametric_reliable(controls: dict[str, ControlSet]) -> bool:
+def controls_adequate(controls: dict[str, ControlSet]) -> bool:
     """Whether a verdict against the controls means anything: every layer's controls carry the
     axis' energy and amount to enough independent ones (:func:`shortfalls`)."""
     return not any(any(shortfalls(c)) for c in controls.values())
