@@ -22,6 +22,7 @@ from scipy import stats
 from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import COLORS, html_report
 from .controls import CHANCE, HISTORY_FREE
+from .paper_table import paper_table
 from .result import SweepResult
 
 GROUP = ("task", "arch", "preset")
@@ -204,6 +205,8 @@ def write_report(path: Path, result: SweepResult, cells: pd.DataFrame, agg: pd.D
          "Look for: on each task, the lowest bar (architectures in the legend) and whether its "
          "95 % error bar stays under the chance mark (uniform prediction) and, on the HMM, the "
          "history-free filter's cross; lower is closer to the exact posterior (log scale)."),
+        ("Paper I's table: per architecture, each task's headline over seeds, the steps and "
+         "training time each seed took and why it stopped", paper_table(cells, result.controls)),
         ("Per cell: mean ± sd over seeds (n)", wide(agg)),
         ("Controls: untrained predictors on the held-out sequences of the first seed",
          controls_table(result)),

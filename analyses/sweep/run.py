@@ -163,6 +163,7 @@ def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepRes
                            "seed": c.seed, **{k: None for k in (*METRICS, *extra)},
                            **rows.get(c.name, {"status": "missing"})} for c in grid])
     from .controls import task_controls
+    from .paper_table import paper_table
     from .report import LABELS, aggregate, write_report
 
     agg = aggregate(table, (*LABELS, *extra))
@@ -177,6 +178,7 @@ def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepRes
         trained=int((table["status"] == "trained").sum()),
         failed=int((table["status"] == "failed").sum()),
         backend=cfg.backend, wall_s=round(time.perf_counter() - t0, 2), controls=controls)
-    write_run(cfg, result, tables={"cells.parquet": table, "aggregate.parquet": agg},
+    write_run(cfg, result, tables={"cells.parquet": table, "aggregate.parquet": agg,
+                                   "paper_table.parquet": paper_table(table, controls)},
               report=lambda path, manifest: write_report(path, result, table, agg, manifest))
     return result

@@ -42,3 +42,5 @@ def test_a_cell_that_plateaus_records_it(tmp_path):
     assert res.trained == 1
     row = pd.read_parquet(tmp_path / "s" / "cells.parquet").iloc[0]
     assert row["stop_reason"] == "plateau" and row["steps"] < 40
+    table = pd.read_parquet(tmp_path / "s" / "paper_table.parquet").iloc[0]
+    assert table["bijection: stopped"] == "plateau 1"
