@@ -4,10 +4,11 @@ stopped; on the HMM, the effective window the architecture reaches against the c
 
 The headline is Paper I's per-sample entropy MAE (bits) on bijection and HMM (and at every
 ``--eval-params`` setting, e.g. ``entropy_mae_bits@K=50``), and accuracy on associative recall.
-The *effective window* of an HMM row is the largest w whose windowed filter (the last w
-observations, exact otherwise: :func:`windtunnel.hmm.window_ladder`) has a per-sample MAE at
-least the row's mean: the architecture does as well as a filter that sees w observations;
-"none" when it does not beat the history-free filter.
+The *effective window* of an HMM row (:func:`effective_window`) is the largest w whose windowed
+filter (the last w observations, exact otherwise: :func:`windtunnel.hmm.window_ladder`) has a
+per-sample MAE at least the row's mean, once the row beats the history-free filter: the
+architecture does as well as a filter that sees w observations; "none" when it does not beat
+the history-free filter.
 
 Example:
     >>> import pandas as pd
@@ -55,17 +56,22 @@ def _span(x: pd.Series, fmt: str) -> str:
 
 
 def effective_window(mae: float, ladder: Mapping[str, float]) -> str:
-    """The largest w whose windowed filter's MAE (``ladder["window w"]``) is at least ``mae``;
-    "none" when ``mae`` is above the history-free filter's, "history-free" when it beats that
-    filter but no window; "undefined: …" without a ladder or a number."""
+    """How many observations back ``mae`` (a model's HMM per-sample MAE, bits) is worth against
+    the control ladder: "none" when it is above the history-free filter's (the current
+    observation and the exact prior marginal; a window-1 filter, with a uniform prior, can be
+    worse than that), else the largest w whose windowed filter's MAE (``ladder["window w"]``) is
+    at least ``mae``, among the windows that do better than the history-free filter, or
+    "history-free" when it beats none of them; "undefined: …" without a
+    ladder or a number."""
     if not ladder or not math.isfinite(mae):
         return "undefined: no HMM control ladder"
-    windows = {int(k.split()[1]): v for k, v in ladder.items() if k.startswith("window ")}
+    free = ladder.get(HISTORY_FREE, math.inf)
+    if not free >= mae:
+        return "none"
+    windows = {int(k.split()[1]): v for k, v in ladder.items()  # those past the history-free
+               if k.startswith("window ") and v <= free}
     beaten = [w for w, v in windows.items() if v >= mae]
-    if beaten:
-        return str(max(beaten))
-    free = ladder.get(HISTORY_FREE, math.nan)
-    return "history-free" if free >= mae else "none"
+    return str(max(beaten)) if beaten else "history-free"
 
 
 def paper_table(cells: pd.DataFrame,

@@ -20,6 +20,14 @@ def test_the_effective_window_is_the_widest_filter_the_model_matches(mae, want):
     assert effective_window(mae, LADDER) == want
 
 
+def test_no_window_counts_until_the_history_free_filter_is_beaten():
+    """A window-1 filter (uniform prior) can be worse than the history-free one (exact prior
+    marginal): beating it alone is not using the history (the CPU sweep's HMM ladder)."""
+    ladder = {"history-free": 0.08, "window 1": 0.159, "window 2": 0.047, "window 4": 0.005}
+    assert [effective_window(m, ladder) for m in (0.135, 0.06, 0.04)] == [
+        "none", "history-free", "2"]
+
+
 def _cells() -> pd.DataFrame:
     rows = []
     for arch, mae, acc in (("transformer", 0.04, 0.99), ("lstm", 0.25, 0.03)):
