@@ -91,6 +91,12 @@ class SweepConfig(RunOptions, experiment="sweep"):
             extra = sorted(set(getattr(self, name)) - set(self.tasks))
             if extra:
                 raise ExperimentError(f"{name} for {', '.join(extra)}, which is not in tasks")
+        for name, kind, example in (("task_params", dict, '{"K": 20}'),
+                                    ("eval_params", list, '[{"K": 30}, {"K": 50}]')):
+            for task, value in getattr(self, name).items():  # a config file's shapes too
+                if not isinstance(value, kind):
+                    raise ExperimentError(f"{name} for {task} must be like {example}, got "
+                                          f"{json.dumps(value)}")
         for task in self.tasks:  # names and declared ranges, torch-free
             base = self.task_params.get(task, {})
             overrides = self.eval_params.get(task, [])

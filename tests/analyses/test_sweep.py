@@ -195,3 +195,21 @@ def test_the_table_configs_are_valid_sweeps(name, n, archs, presets):
     grid = cells(cfg)
     assert len(grid) == n and {c.train.preset for c in grid} == presets
     assert {c.arch for c in grid} == archs
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"task_params": {"hmm": 3}}, 'task_params for hmm must be like {"K": 20}, got 3'),
+    ({"eval_params": {"hmm": {"K": 3}}}, "eval_params for hmm must be like"),
+    ({"task_params": {"hmm": {"Q": 1}}}, "task_params hmm: task 'hmm' has no parameter(s) ['Q']"),
+    ({"eval_params": {"hmm": [{"K": 0}]}}, "eval_params hmm: task 'hmm': K must be >= 1"),
+])
+def test_a_config_files_task_parameters_are_checked_by_shape_name_and_range(tmp_path, params,
+                                                                            message):
+    """What a TOML config can hold that the command line's JSON parsing would have refused is
+    answered in one line by the config's check (no traceback, no torch)."""
+    from bayesgeom.analyses.kit.errors import ExperimentError
+
+    cfg = SweepConfig(tasks=("hmm",), archs=("transformer",), out=tmp_path / "s", **params)
+    with pytest.raises(ExperimentError) as e:
+        cfg.check()
+    assert message in str(e.value)
