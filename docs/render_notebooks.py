@@ -44,6 +44,30 @@ def _commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
+def collapse_streams(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Each code cell's consecutive stream outputs of one name (stdout, stderr) merged into one,
+    its text as a terminal would show it: a line keeps what follows its last carriage return.
+    A progress bar redraws itself with ``\\r``; the kernel sends every redraw as its own output,
+    so a 3,000-step training bar would otherwise be stored as thousands of outputs (1 MB for
+    one notebook) where a terminal shows its final line. Returns ``nb``, changed in place."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        merged: list = []
+        for out in cell.get("outputs", []):
+            if out.output_type == "stream" and merged and \
+                    merged[-1].output_type == "stream" and merged[-1].name == out.name:
+                merged[-1].text += out.text
+            else:
+                merged.append(out)
+        for out in merged:
+            if out.output_type == "stream":
+                lines = out.text.split("\n")
+                out.text = "\n".join(line.rsplit("\r", 1)[-1] for line in lines)
+        cell.outputs = [o for o in merged if o.output_type != "stream" or o.text.strip()]
+    return nb
+
+
 def render(src: Path, quick: bool, timeout_s: int = 3600) -> Path:
     """Execute ``src`` in a scratch folder and write its executed copy under
     :data:`RENDERED`; returns that path. A cell that raises stops the render (nothing is
@@ -60,6 +84,7 @@ def render(src: Path, quick: bool, timeout_s: int = 3600) -> Path:
                                 resources={"metadata": {"path": scratch}})
         client.execute(env=env)
     wall = time.perf_counter() - t0
+    collapse_streams(nb)
     sizes = "quick sizes (`BAYESGEOM_QUICK=1`: a smoke test, not a result)" if quick \
         else "full sizes"
     note = nbformat.v4.new_markdown_cell(

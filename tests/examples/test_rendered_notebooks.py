@@ -5,6 +5,7 @@ plotly's JavaScript runs)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import nbformat
@@ -43,3 +44,31 @@ def test_the_rendered_copy_shows_its_outputs_and_figures(path: Path) -> None:
             assert "image/png" in data, "a plotly figure without its static PNG"
     stderr = "".join(o.get("text", "") for o in outputs if o.get("name") == "stderr")
     assert "Warning" not in stderr, stderr[:500]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_progress_bars_are_stored_as_a_terminal_shows_them(path: Path) -> None:
+    """One stream output per run of stdout or stderr, each line its final state (no carriage
+    returns): a bar's thousands of redraws are not stored (docs/render_notebooks.py's
+    collapse_streams)."""
+    nb = nbformat.read(ROOT / "docs" / "notebooks" / path.name, as_version=4)
+    for cell in (c for c in nb.cells if c.cell_type == "code"):
+        streams = [(i, o) for i, o in enumerate(cell.outputs) if o.output_type == "stream"]
+        assert all("\r" not in o.text for _, o in streams)
+        assert not any(j == i + 1 and a.name == b.name
+                       for (i, a), (j, b) in itertools.pairwise(streams))
+
+
+def test_collapse_streams_merges_redraws_into_their_last_state() -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "docs"))
+    from render_notebooks import collapse_streams
+
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="\rbar 10%"),
+                    nbformat.v4.new_output("stream", name="stderr", text="\rbar 100%\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="done\n")]
+    nb = collapse_streams(nbformat.v4.new_notebook(cells=[cell]))
+    assert [(o.name, o.text) for o in nb.cells[0].outputs] == [("stderr", "bar 100%\n"),
+                                                               ("stdout", "done\n")]
