@@ -16,7 +16,7 @@ stock ``MambaForCausalLM`` (Mamba-2: ``Mamba2ForCausalLM``) and loads without it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from torch import nn
 
@@ -95,19 +95,11 @@ MAMBA = RecurrentAdapter(
                 "mlp_out.L is the mixer output)",
 )
 
-MAMBA2 = RecurrentAdapter(
-    name="mamba2",
-    model_types=("mamba2",),
-    layers="backbone.layers",
-    attention=None,
-    out_proj=None,
-    mlp="mixer",
-    final_norm="backbone.norm_f",
-    lm_head="lm_head",
-    mixer="the mixer output",
+#: Mamba-2's block has Mamba's layout; only its mixer differs
+MAMBA2 = replace(
+    MAMBA, name="mamba2", model_types=("mamba2",),
     description="Mamba-2 (HF Mamba2ForCausalLM: SSD mixer with a scalar decay per head, "
-                "RMSNorm, no attention; mlp_out.L is the mixer output)",
-)
+                "RMSNorm, no attention; mlp_out.L is the mixer output)")
 
 LSTM = RecurrentAdapter(
     name="lstm",
