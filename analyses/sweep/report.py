@@ -22,7 +22,6 @@ from scipy import stats
 from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import COLORS, html_report
 from .controls import CHANCE, HISTORY_FREE
-from .paper_table import paper_table
 from .result import SweepResult
 
 GROUP = ("task", "arch", "preset")
@@ -197,8 +196,9 @@ def controls_table(result: SweepResult) -> pd.DataFrame:
 
 
 def write_report(path: Path, result: SweepResult, cells: pd.DataFrame, agg: pd.DataFrame,
-                 manifest: dict) -> Path:
-    """``report.html``: the verdict table, the figure, the per-cell table, the controls, every
+                 paper: pd.DataFrame, manifest: dict) -> Path:
+    """``report.html``: the verdict table, the figure, Paper I's table (``paper``:
+    :func:`analyses.sweep.paper_table.paper_table`), the per-cell table, the controls, every
     run."""
     sections: list[tuple[str, object] | tuple[str, object, str]] = [
         ("Entropy MAE by architecture", mae_figure(agg, result.controls),
@@ -206,7 +206,7 @@ def write_report(path: Path, result: SweepResult, cells: pd.DataFrame, agg: pd.D
          "95 % error bar stays under the chance mark (uniform prediction) and, on the HMM, the "
          "history-free filter's cross; lower is closer to the exact posterior (log scale)."),
         ("Paper I's table: per architecture, each task's headline over seeds, the steps and "
-         "training time each seed took and why it stopped", paper_table(cells, result.controls)),
+         "training time each seed took and why it stopped", paper),
         ("Per cell: mean ± sd over seeds (n)", wide(agg)),
         ("Controls: untrained predictors on the held-out sequences of the first seed",
          controls_table(result)),

@@ -178,7 +178,9 @@ def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepRes
         trained=int((table["status"] == "trained").sum()),
         failed=int((table["status"] == "failed").sum()),
         backend=cfg.backend, wall_s=round(time.perf_counter() - t0, 2), controls=controls)
+    paper = paper_table(table, controls)
     write_run(cfg, result, tables={"cells.parquet": table, "aggregate.parquet": agg,
-                                   "paper_table.parquet": paper_table(table, controls)},
-              report=lambda path, manifest: write_report(path, result, table, agg, manifest))
+                                   "paper_table.parquet": paper},
+              report=lambda path, manifest: write_report(path, result, table, agg, paper,
+                                                         manifest))
     return result
