@@ -73,6 +73,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                     help="the parts' wall time (default 465: with start-up, 8 min; dry run 120)")
     ap.add_argument("--paper-s", type=float, default=None,
                     help="training seconds per Paper I run (default 115)")
+    ap.add_argument("--tasks", default=None,
+                    help="the Paper I runs, comma-separated, in order (default: bijection,hmm,"
+                         "assoc_recall)")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch CPU threads (default: torch's; the dry run: 1)")
     ap.add_argument("--keep-runs", type=Path, default=None,
@@ -81,7 +84,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                     help="hide what the GPU machine lacks (and an editable install)")
     ap.add_argument("--wheels", action="store_true",
                     help="print the wheels the GPU machine needs (name==version) and exit")
-    return ap.parse_args(argv)
+    a = ap.parse_args(argv)
+    if a.tasks is not None:
+        known = ("bijection", "hmm", "assoc_recall")
+        a.tasks = tuple(t.strip() for t in a.tasks.split(",") if t.strip())
+        wrong = [t for t in a.tasks if t not in known]
+        if wrong or not a.tasks or len(set(a.tasks)) != len(a.tasks):
+            ap.error(f"--tasks: a comma-separated list of distinct tasks of {', '.join(known)}"
+                     f" (got {','.join(a.tasks) or 'nothing'})")
+    return a
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no GPU here: running the dry run (--device cpu runs the whole session on the CPU)")
         a.dry_run = True
         torch.set_num_threads(a.threads or 1)
-    plan = Plan.make(a.dry_run, a.budget_s, a.paper_s)
+    plan = Plan.make(a.dry_run, a.budget_s, a.paper_s, a.tasks)
     return run_session(a.out, device, plan, recorder, hidden, a.keep_runs)
 
 

@@ -4,11 +4,15 @@ on two devices can be compared entry by entry.
 
 * :func:`capture_call` -- ``interp.capture`` of residual, attention and logit sites at every
   position of left-padded prompts (the eager pattern path included), with next-token entropy;
-* :func:`edit_call` -- the logits under each of the three direction edits (cut:
-  ``ProjectOut``, ``KeepOnly``, ``ShiftAlong``) at one site;
+* :func:`edit_call` -- the logits at every real position under each of the three direction
+  edits (cut: ``ProjectOut``, ``KeepOnly``, ``ShiftAlong``) at one site (the padding
+  positions' logits are recorded apart, not judged: nothing reads them, and a fully masked
+  attention row has no defined output -- CUDA's bfloat16 attention and the CPU's fill those
+  rows differently, 2026-11-27);
 * :func:`steer_call` -- steering's scoring pass (:class:`analyses.steer.passes.Runner`: the
   clean pass, an edited pass resumed from the edited layer with its norm-frozen and
-  direct-path effects) and :func:`analyses.steer.scores.score` of each;
+  direct-path effects) and :func:`analyses.steer.scores.score` of each, with each score's
+  conditioning (:func:`score_jitter`);
 * :func:`taps_call` -- ``interp.attention_taps.attention_gradients`` (α, q, k, v, z and their
   autograd gradients, ∂L/∂s through the mask probe) of every layer;
 * :func:`verify_call` -- ``dynamics verify``'s identity errors per identity (max over layers and
@@ -80,10 +84,18 @@ def edit_call(m: interp.InterpModel, ps: list[list[int]]) -> Outputs:
              "keep_only": interp.KeepOnly(site, u),
              "shift": interp.ShiftAlong(site, u, delta=3.0)}
     batch = m.batch(ps)
-    out = {"clean.logits": _out(m.forward(batch))}
+    real = batch.attention_mask.bool()  # [B, T]: False at the left padding
+    out: Outputs = {}
+
+    def put(name: str, logits: torch.Tensor) -> None:  # logits [B, T, V]
+        z = _out(logits)
+        out[f"{name}.logits"] = z[real]  # [real tokens, V]
+        out[f"info.pad.{name}.logits"] = z[~real]  # [padding tokens, V]: recorded only
+
+    put("clean", m.forward(batch))
     for name, iv in edits.items():
         with m.intervene(iv):
-            out[f"{name}.logits"] = _out(m.forward(batch))
+            put(name, m.forward(batch))
     return out
 
 
@@ -95,6 +107,42 @@ def _posterior_prompts(ps: list[list[int]], k: int = 3):
     return PosteriorPrompts(name="gpu-session", prompts=ps, bayes=rng.dirichlet(np.ones(k), n),
                             group=np.arange(n) % 2,
                             hyp_ids=np.tile(np.arange(1, k + 1), (n, 1)))
+
+
+#: the seeded draws of :func:`score_jitter`
+JITTER_DRAWS = 4
+
+
+def rounding(m: interp.InterpModel) -> float:
+    """The unit roundoff of the model's dtype (bfloat16: 2^-8 = 3.9e-3; float32: 2^-24)."""
+    return float(torch.finfo(next(m.hf.parameters()).dtype).eps) / 2
+
+
+def score_jitter(po, pp, ref, u: float) -> torch.Tensor:
+    """Each score's conditioning [6]: the largest change over :data:`JITTER_DRAWS` seeded draws
+    when every logit of the pass is rounded once more at relative size ``u`` (x(1 + u·r),
+    r uniform in [-1, 1]). A score computed from logits that agree to the dtype's rounding
+    can differ by this much between two correct implementations -- a Pearson correlation
+    over a few prompts whose model entropies barely differ (a random-init LSTM) moves by
+    tenths when the logits move by one bfloat16 rounding."""
+    import dataclasses
+
+    from bayesgeom.analyses.steer.scores import score
+
+    base = _scores(score(po, pp, {}, ref)[0])
+    g = torch.Generator().manual_seed(4)
+    worst = torch.zeros_like(base)
+    for _ in range(JITTER_DRAWS):
+        r = torch.rand(po.logits.shape, generator=g, dtype=torch.float64) * 2 - 1
+        z = (po.logits.double() * (1 + u * r)).to(po.logits.dtype)
+        s = _scores(score(dataclasses.replace(po, logits=z), pp, {}, ref)[0])
+        worst = torch.maximum(worst, (s - base).abs().nan_to_num(0.0))
+    return worst
+
+
+def _scores(s) -> torch.Tensor:
+    return torch.tensor([s.cal.mae, s.cal.corr, s.kl_bayes, s.cal.h_model, s.kl_clean,
+                         s.dh_next], dtype=torch.float64)
 
 
 def steer_call(m: interp.InterpModel, ps: list[list[int]]) -> Outputs:
@@ -112,11 +160,11 @@ def steer_call(m: interp.InterpModel, ps: list[list[int]]) -> Outputs:
     # whether the resumed pass matched a full one (else full passes ran): recorded, not judged
     out = {"clean.logits": _out(clean.logits), "info.resumed": torch.tensor(float(run.resumed))}
     for name, po in {"clean": clean, **edited}.items():
-        s, _ = score(po, pp, {}, None if name == "clean" else ref)
+        against = None if name == "clean" else ref
         out[f"{name}.logits"] = _out(po.logits)
-        out[f"{name}.scores"] = torch.tensor(
-            [s.cal.mae, s.cal.corr, s.kl_bayes, s.cal.h_model, s.kl_clean, s.dh_next],
-            dtype=torch.float64)
+        out[f"{name}.scores"] = _scores(score(po, pp, {}, against)[0])
+        # recorded; the CPU side's widens the scores' bfloat16 tolerance (correctness._rows)
+        out[f"info.jitter.{name}.scores"] = score_jitter(po, pp, against, rounding(m))
     return out
 
 

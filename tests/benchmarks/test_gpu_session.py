@@ -155,3 +155,58 @@ def test_differences_are_relative_to_the_cpu_and_strict_about_non_finite_entries
     nan = torch.tensor([float("nan"), 1.0])
     assert difference(nan, nan) == (0.0, 0.0)
     assert difference(nan, torch.tensor([1.0, 1.0]))[1] == float("inf")
+
+
+def test_edits_judge_real_positions_and_record_the_padding_apart():
+    """A fully masked (padding) row's attention output is undefined: CUDA's bf16 attention
+    and the CPU's fill it differently (H200, 2026-11-27), so the edits compare real tokens
+    and keep the padding's logits as an unjudged record."""
+    import torch
+    from gpu.calls import edit_call, prompts
+    from gpu.correctness import _model, _rows
+    from gpu.families import FAMILIES, build, vocab_of
+
+    fam = next(f for f in FAMILIES if f.name == "llama_gqa")
+    hf = build(fam)
+    ps = prompts(vocab_of(hf))
+    out = edit_call(_model(hf, fam.name, "cpu", torch.float32), ps)
+    real, pad = sum(map(len, ps)), len(ps) * max(map(len, ps)) - sum(map(len, ps))
+    assert out["clean.logits"].shape[0] == real and out["info.pad.clean.logits"].shape[0] == pad
+    wrong = {k: v + 1.0 if k.startswith("info.pad") else v for k, v in out.items()}
+    rows = _rows(fam, "float32", "edits", out, [wrong], 0.0)
+    assert all(r["passed"] is None for r in rows if r["quantity"].startswith("info.pad"))
+    assert all(r["passed"] for r in rows if not r["quantity"].startswith("info."))
+
+
+def test_a_score_tolerance_widens_to_its_conditioning_and_no_further():
+    """Steering's scores are CPU functions of the logits; one that one more rounding of the
+    logits moves by a tenth (a correlation over a few near-equal entropies) is judged at
+    twice that, not at the dtype's tolerance; a well-conditioned one keeps the dtype's."""
+    import torch
+    from gpu.correctness import _rows, conditioning
+    from gpu.families import FAMILIES
+
+    fam = FAMILIES[0]
+    cpu = torch.tensor([0.5, 0.1, 1.0])
+    assert conditioning(cpu, torch.tensor([0.0, 0.1, 0.0])) == pytest.approx(0.1)
+    assert conditioning(cpu, None) is None
+    ref = {"total.scores": cpu, "info.jitter.total.scores": torch.tensor([0.0, 0.1, 0.0])}
+    near = {"total.scores": cpu + torch.tensor([0.0, 0.15, 0.0])}
+    far = {"total.scores": cpu + torch.tensor([0.0, 0.25, 0.0])}
+    judged = lambda runs: next(r for r in _rows(fam, "bfloat16", "steer_pass", ref, [runs], 0.0)  # noqa: E731
+                               if r["quantity"] == "total.scores")
+    assert judged(near)["passed"] and judged(near)["tolerance"] == pytest.approx(0.2)
+    assert not judged(far)["passed"]
+    ref["info.jitter.total.scores"] = torch.zeros(3)
+    assert judged(near)["tolerance"] == pytest.approx(0.05) and not judged(near)["passed"]
+
+
+def test_the_paper_runs_can_be_chosen_and_a_wrong_one_is_refused():
+    from gpu.session import Plan
+
+    assert list(Plan.make(False, None, 200.0, ("hmm",)).paper_s) == ["hmm"]
+    assert Plan.make(False, None, 200.0, ("hmm",)).paper_s["hmm"] == 200.0
+    assert Plan.make(False, None, 200.0).paper_s["assoc_recall"] == 40.0
+    done = subprocess.run([sys.executable, str(SCRIPT), "--tasks", "hmm,bogus"], env=ENV,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--tasks" in done.stderr.splitlines()[-1]
