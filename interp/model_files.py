@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..records import FileFault, check_safetensors, read_json
+from ..records import SAFE_INDEX, check_safetensors, safetensors_shards
 from .errors import ModelNotAvailableError, PickleWeightsError
 
-SAFE_INDEX = "model.safetensors.index.json"
 #: files any one of which means a directory carries its tokenizer
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 #: pickle files that are not weights
@@ -61,11 +60,7 @@ def check_weight_files(d: Path, allow_pickle: bool) -> bool:
     safe, pickle = weight_files(d)
     index = d / SAFE_INDEX
     if index.is_file():
-        fix = damaged_fix(d)
-        shards = read_json(index, expect=dict, keys=("weight_map",), fix=fix)["weight_map"]
-        if not isinstance(shards, dict):
-            raise FileFault(f"{index} has no weight_map table; {fix}")
-        missing = sorted({str(f) for f in shards.values()} - set(safe))
+        missing = sorted(set(safetensors_shards(index, fix=damaged_fix(d))) - set(safe))
         if missing:
             raise ModelNotAvailableError(f"{d} lacks {missing[0]} (listed in {SAFE_INDEX}); "
                                          "copy every shard of the model")
@@ -96,9 +91,7 @@ def check_cached_hub_files(name: str, revision: str | None) -> None:
     files = [cached("model.safetensors")]
     index = cached(SAFE_INDEX)
     if index is not None:
-        fix = damaged_fix(f"the cached {name}")
-        shards = read_json(index, expect=dict, keys=("weight_map",), fix=fix)["weight_map"]
-        files += [cached(str(f)) for f in sorted(set(dict(shards).values()))]
+        files += [cached(f) for f in safetensors_shards(index, damaged_fix(f"the cached {name}"))]
     for f in files:
         if f is not None:
             check_safetensors(f, fix=f"{damaged_fix(name)}: delete it from the Hugging Face "

@@ -5,9 +5,11 @@ bayesgeom package; all of them may import it."""
 
 from .atomic import atomic_write, atomic_write_bytes, atomic_write_text, make_dir, os_errors
 from .checksums import (
+    SAFE_INDEX,
     check_safetensors,
     file_sha256,
     has_checksums,
+    safetensors_shards,
     verify_checksums,
     write_checksums,
 )
@@ -39,6 +41,7 @@ from .run_dir import RunBusyError, RunDir, RunDirError, check_out, finished_with
 from .typed import from_json, read_result, to_json, write_result
 
 __all__ = [
+    "SAFE_INDEX",
     "SEED_MAX",
     "SEED_MIN",
     "BayesgeomError",
@@ -78,6 +81,7 @@ __all__ = [
     "read_text",
     "run_manifest",
     "run_settings",
+    "safetensors_shards",
     "same_option",
     "seed_option",
     "to_json",

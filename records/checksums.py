@@ -4,7 +4,8 @@ A directory that is reused later (a checkpoint, a saved model, a cached model) g
 ``checksums.json`` written last, listing every file's size and SHA-256; :func:`verify_checksums`
 re-hashes them and raises a one-line :class:`~records.errors.FileFault` naming the first file
 that is missing, truncated or altered. :func:`check_safetensors` checks a safetensors file's
-header against its length (a truncated copy fails) without loading it.
+header against its length (a truncated copy fails) without loading it;
+:func:`safetensors_shards` lists the shards a sharded model's index names.
 
 Example:
     >>> import tempfile, pathlib
@@ -29,6 +30,9 @@ from pathlib import Path
 from .atomic import os_errors
 from .errors import FileFault
 from .files import read_json, write_json
+
+#: the index of a sharded safetensors model (``save_pretrained(max_shard_size=...)``)
+SAFE_INDEX = "model.safetensors.index.json"
 
 CHECKSUMS = "checksums.json"
 
@@ -95,3 +99,20 @@ def check_safetensors(path: str | Path, fix: str = "the file is damaged; replace
     if size != 8 + n + end:
         raise FileFault(f"{path} has {size} bytes where its header needs {8 + n + end} "
                         f"(truncated or damaged); {fix}")
+
+
+def safetensors_shards(index: str | Path, fix: str = "the file is damaged; replace it",
+                       ) -> list[str]:
+    """The shard file names (sorted, distinct) that a sharded model's ``index`` (its
+    :data:`SAFE_INDEX`: ``{"weight_map": {tensor: shard}}``) lists. A malformed index, or a
+    name that is not a plain ``*.safetensors`` file name beside the index, is a one-line
+    ``FileFault`` ending in ``fix``; whether the shards exist is the caller's to check."""
+    index = Path(index)
+    shards = read_json(index, expect=dict, keys=("weight_map",), fix=fix)["weight_map"]
+    if not isinstance(shards, dict) or not shards:
+        raise FileFault(f"{index} has no weight_map table; {fix}")
+    names = sorted({str(f) for f in shards.values()})
+    bad = [n for n in names if not n.endswith(".safetensors") or Path(n).name != n]
+    if bad:
+        raise FileFault(f"{index} names {bad[0]!r}, not a safetensors file beside it; {fix}")
+    return names

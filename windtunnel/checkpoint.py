@@ -30,6 +30,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel
 from transformers.utils import logging as hf_logging
 
 from ..records import (
+    SAFE_INDEX,
     FileFault,
     check_safetensors,
     has_checksums,
@@ -37,6 +38,7 @@ from ..records import (
     os_errors,
     read_json,
     read_table,
+    safetensors_shards,
     verify_checksums,
     write_checksums,
     write_json,
@@ -209,6 +211,24 @@ def _nonfinite(tensors: Any) -> bool:
     return False
 
 
+def weight_files(path: Path, fix: str) -> list[Path]:
+    """The safetensors files of a model directory: ``model.safetensors``, or the shards its
+    ``model.safetensors.index.json`` lists (``save_pretrained(max_shard_size=...)``'s layout,
+    as the committed paper-scale tunnels use to keep each file under 16 MiB). No weights, a
+    missing shard, or pickle weights alone: :class:`CheckpointError` ending in ``fix``."""
+    if (path / WEIGHTS).is_file():
+        return [path / WEIGHTS]
+    if (path / SAFE_INDEX).is_file():
+        shards = [path / n for n in safetensors_shards(path / SAFE_INDEX, fix=fix)]
+        missing = [s.name for s in shards if not s.is_file()]
+        if missing:
+            raise CheckpointError(f"{path} lacks {missing[0]} (listed in {SAFE_INDEX}); {fix}")
+        return shards
+    bins = sorted(p.name for p in path.glob("*.bin"))
+    extra = f" ({', '.join(bins)} is pickle, which is never loaded)" if bins else ""
+    raise CheckpointError(f"no weights at {path} ({WEIGHTS} missing{extra}); {fix}")
+
+
 def load_model(path: str | Path, fix: str = REPLACE_FIX) -> PreTrainedModel:
     """Load a saved wind-tunnel model directory (safetensors only; its checksums verified when
     it has them). Missing, truncated, altered or non-finite weights raise a one-line
@@ -217,13 +237,11 @@ def load_model(path: str | Path, fix: str = REPLACE_FIX) -> PreTrainedModel:
     with as_checkpoint_error():
         if not (path / "config.json").is_file():
             raise CheckpointError(f"no model at {path} (config.json missing); {fix}")
-        if not (path / WEIGHTS).is_file():
-            bins = sorted(p.name for p in path.glob("*.bin"))
-            extra = f" ({', '.join(bins)} is pickle, which is never loaded)" if bins else ""
-            raise CheckpointError(f"no weights at {path} ({WEIGHTS} missing{extra}); {fix}")
+        weights = weight_files(path, fix)
         if has_checksums(path):
             verify_checksums(path, fix=fix)
-        check_safetensors(path / WEIGHTS, fix=fix)
+        for w in weights:
+            check_safetensors(w, fix=fix)
         cfg = read_json(path / "config.json", expect=dict, fix=fix)
     try:
         # Transformers train with eager attention; keep the same kernels so logits are identical.
@@ -236,7 +254,8 @@ def load_model(path: str | Path, fix: str = REPLACE_FIX) -> PreTrainedModel:
         raise CheckpointError(f"corrupt model at {path}: {type(e).__name__}: "
                               f"{str(e).splitlines()[0] if str(e) else ''}; {fix}") from e
     if _nonfinite(model.state_dict()):
-        raise CheckpointError(f"{path / WEIGHTS} holds non-finite weights (NaN or inf): the "
+        shown = weights[0] if len(weights) == 1 else f"{path}/{weights[0].stem}…"
+        raise CheckpointError(f"{shown} holds non-finite weights (NaN or inf): the "
                               f"file is damaged; {fix}")
     return model
 
