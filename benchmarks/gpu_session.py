@@ -1,5 +1,6 @@
-"""The GPU session: one command, about 8 minutes on one H100, that checks every CUDA path
-against the CPU and trains Paper I's models at paper scale for as long as the budget goes.
+"""The GPU session: one command, at most 8 minutes (318 s on one H200, 2026-11-27), that
+checks every CUDA path against the CPU and trains Paper I's models at paper scale for as long
+as the budget goes.
 
     python benchmarks/gpu_session.py --out runs/gpu-session      # on a GPU machine (8 min)
     python benchmarks/gpu_session.py --dry-run --out /tmp/gs     # anywhere, CPU, seconds

@@ -116,6 +116,8 @@ def test_the_carried_wheels_are_what_the_gpu_machine_lacks():
 
 
 def test_the_wheels_fit_the_travel_limit_with_the_project():
+    """The tree (42 MiB with the committed tunnels, 2026-11-27) and the wheels leave
+    :data:`wheels.TRAVEL_HEADROOM` of the device's 64 MiB for what a session carries beside."""
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs the git checkout to list what travels")
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
@@ -124,7 +126,7 @@ def test_the_wheels_fit_the_travel_limit_with_the_project():
     whl = ROOT / ".whl"
     carried = (sum(p.stat().st_size for p in whl.glob("*.whl")) if whl.is_dir()
                else sum(wheels.WHEEL_BYTES.values()))
-    assert tree + carried <= wheels.TRAVEL_LIMIT / 2, (tree, carried)
+    assert tree + carried <= wheels.TRAVEL_LIMIT - wheels.TRAVEL_HEADROOM, (tree, carried)
 
 
 def test_the_wheel_list_is_printed_without_torch():
