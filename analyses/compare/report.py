@@ -19,6 +19,7 @@ from ..geometry.findings import PAPER3, key_row, rho_row
 from ..geometry.probes import catalogue
 from ..kit.findings import Finding, findings_text
 from ..kit.html import COLORS, html_report, legend_names
+from ..kit.learned import gate
 from .result import CompareResult
 
 #: what to look for in :func:`bars_figure`
@@ -170,28 +171,34 @@ def _twin(t: pd.DataFrame, metric: str, pset: str | None,
 def findings(result: CompareResult, table: pd.DataFrame) -> list[Finding]:
     """The verdict table of a comparison: per model, its key orthogonality against its
     random-init twin and, on its first prompt set, |ρ(PC1, model entropy)| against its twin
-    and position alone, with the geometry run's criteria (:mod:`analyses.geometry.findings`).
+    and position alone, with the geometry run's criteria (:mod:`analyses.geometry.findings`);
+    a wind tunnel's rows stand behind its learned check (:func:`kit.learned.gate`).
     ``table``: the comparison's ``table.parquet`` (the intervals live there)."""
-    rows = []
-    for label in result.labels:
-        t = table[table["label"] == label]
-        m = result.models.get(label)
-        pset = m.prompt_sets[0] if m is not None and m.prompt_sets else None
-        key = _number(t, "key_orthogonality", None)[0]
-        twin = _twin(t, "key_orthogonality", None)[0]
-        below = _number(t, "key_fraction_below_init", None)[0] if twin is not None else None
-        rows.append(key_row(f"{label}: ", key, twin, below,
-                            _number(t, "key_fraction_below_0.20", None)[0],
-                            PAPER3.key_orthogonality, _number(t, "key_gaussian", None)[0]))
-        rho = "abs_rho_pc1_entropy"
-        if pset is None or not (t["metric"] == rho).any():
-            continue
-        pos = (t["metric"] == rho + "@position").any()
-        rows.append(rho_row(
-            f"{label} · {pset}, layer {m.layer if m else '?'}: ", "entropy",
-            *_number(t, rho, pset), *_twin(t, rho, pset),
-            *((_number(t, "probe_r2@position", pset)[0], _number(t, rho + "@position", pset)[0],
-               _number(t, rho + "|position", pset)[0]) if pos else (None, None, None))))
+    return [row for label in result.labels
+            for row in gate(_model_rows(result, table, label), result.learned.get(label),
+                            who=f"{label}: ")]
+
+
+def _model_rows(result: CompareResult, table: pd.DataFrame, label: str) -> list[Finding]:
+    """One model's rows of :func:`findings`."""
+    t = table[table["label"] == label]
+    m = result.models.get(label)
+    pset = m.prompt_sets[0] if m is not None and m.prompt_sets else None
+    key = _number(t, "key_orthogonality", None)[0]
+    twin = _twin(t, "key_orthogonality", None)[0]
+    below = _number(t, "key_fraction_below_init", None)[0] if twin is not None else None
+    rows = [key_row(f"{label}: ", key, twin, below,
+                    _number(t, "key_fraction_below_0.20", None)[0],
+                    PAPER3.key_orthogonality, _number(t, "key_gaussian", None)[0])]
+    rho = "abs_rho_pc1_entropy"
+    if pset is None or not (t["metric"] == rho).any():
+        return rows
+    pos = (t["metric"] == rho + "@position").any()
+    rows.append(rho_row(
+        f"{label} · {pset}, layer {m.layer if m else '?'}: ", "entropy",
+        *_number(t, rho, pset), *_twin(t, rho, pset),
+        *((_number(t, "probe_r2@position", pset)[0], _number(t, rho + "@position", pset)[0],
+           _number(t, rho + "|position", pset)[0]) if pos else (None, None, None))))
     return rows
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...windtunnel.learned import LearnedCheck
 from ..geometry.result import GeometryResult
 
 
@@ -27,5 +28,7 @@ class CompareResult:
     metrics: dict[str, dict[str, float]]
     reused: list[str]
     wall_s: float
+    #: label -> a wind tunnel's learned check (its rows' verdicts stand behind it)
+    learned: dict[str, LearnedCheck] = field(default_factory=dict)
     results: dict[str, GeometryResult] = field(default_factory=dict,
                                                metadata={"serialise": False})

@@ -25,10 +25,12 @@ import pandas as pd
 
 from ... import interp
 from ...records import Parts, fingerprint, read_result
+from ...windtunnel.learned import LearnedCheck
 from ..geometry.probes import catalogue
 from ..geometry.result import GeometryResult, MetricRow, SetSummary, abs_interval
 from ..geometry.run import check_config, run_geometry
 from ..kit.errors import ExperimentError
+from ..kit.learned import learned_of
 from ..kit.models import open_model
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -190,6 +192,7 @@ def _compare(cfg: CompareConfig, labels: list[str],
     results: dict[str, GeometryResult] = {}
     reused: list[str] = []
     infos: dict[str, Any] = {}
+    learned: dict[str, LearnedCheck] = {}
     for i, (label, spec) in enumerate(zip(labels, cfg.models, strict=True)):
         spec = None if spec == DEFAULT_MODEL else spec
         m = models[i] if models is not None and models[i] is not None else \
@@ -197,6 +200,9 @@ def _compare(cfg: CompareConfig, labels: list[str],
                        allow_pickle=cfg.geometry.allow_pickle)
         results[label], hit = geometry_for(cfg, label, m, spec)
         infos[label] = m.info.to_dict()
+        check = results[label].learned or learned_of(m, progress=cfg.progress)
+        if check is not None:
+            learned[label] = check
         if hit:
             reused.append(label)
     table = pd.concat([tidy(lab, r) for lab, r in results.items()], ignore_index=True)
@@ -206,7 +212,8 @@ def _compare(cfg: CompareConfig, labels: list[str],
         models={lab: ComparedModel(r.model, list(r.prompt_sets), r.n_layers, r.layer,
                                    str(out / lab)) for lab, r in results.items()},
         metrics={lab: metric_values(r) for lab, r in results.items()},
-        reused=reused, wall_s=round(time.perf_counter() - t0, 2), results=results)
+        reused=reused, wall_s=round(time.perf_counter() - t0, 2), results=results,
+        learned=learned)
     from .report import side_by_side, write_report
 
     write_run(cfg, result, seed=cfg.geometry.seed, dtype=cfg.geometry.dtype, models=infos,

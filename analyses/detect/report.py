@@ -20,6 +20,7 @@ from plotly.subplots import make_subplots
 from ...probes.key_frame import welch_bound
 from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import html_report
+from ..kit.learned import gate
 from .result import CONDITIONS, DetectResult
 
 #: how the per-layer table's columns read in the report
@@ -82,7 +83,7 @@ def findings(res: DetectResult) -> list[Finding]:
         control=f"random-init twin {sig(iso0)}; random vectors {sig(isoc)}", survives=None,
         evidence=f"gap {iso - iso0:+.3g} over the twin; no criterion: isotropy is reported "
                  "beside the headline, not tested"))
-    return out
+    return gate(out, res.learned)
 
 
 def heatmap_figure(table: pd.DataFrame) -> go.Figure:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from ...probes.key_frame import FrameScore
+from ...windtunnel.learned import LearnedCheck
 
 CONDITIONS = ("trained", "random_init")
 #: the per-head columns :meth:`DetectResult.layer_means` averages
@@ -43,6 +44,8 @@ class DetectResult:
     heads: list[HeadFrame]
     twin_seed: int | None = None
     wall_s: float = 0.0
+    #: a wind tunnel's learned check (None for other models): the verdicts stand behind it
+    learned: LearnedCheck | None = None
 
     def layer_means(self) -> pd.DataFrame:
         """condition, layer and the means over its heads of: mean |cos|, the orthogonality

@@ -29,6 +29,7 @@ from ...probes.key_frame import FrameScore, score_frame
 from ...records.progress import tqdm
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
+from ..kit.learned import learned_of
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -102,6 +103,7 @@ def run_detect(cfg: DetectConfig, model: interp.InterpModel | None = None) -> De
         raise ExperimentError(f"only {len(frame_ids)} frame token(s) occur (a frame needs 3); "
                               "give more prompts or sequences")
     with claim(cfg, m) as rd:
+        learned = learned_of(m, progress=cfg.progress)  # a tunnel's verdicts stand behind it
         heads, tseed = [], twin_seed(cfg.model, cfg.twin_seed, cfg.seed)
         for c, model_c in tqdm([("trained", m), ("random_init", None)], desc="detect",
                                disable=not cfg.progress):
@@ -110,7 +112,7 @@ def run_detect(cfg: DetectConfig, model: interp.InterpModel | None = None) -> De
         res = DetectResult(model=m.info.name, frame=frame, n_frame_tokens=len(frame_ids),
                            layers=layers, n_kv_heads=m.geometry.n_kv_heads,
                            d_head=m.geometry.d_head, heads=heads, twin_seed=tseed,
-                           wall_s=round(time.perf_counter() - t0, 2))
+                           wall_s=round(time.perf_counter() - t0, 2), learned=learned)
         _write(cfg, m, res)
         rd.finish()
     return res

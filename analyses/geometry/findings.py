@@ -30,6 +30,7 @@ import math
 from ...probes import POSITION_CONFOUND_R2
 from ...probes.validation_criteria import CriteriaThresholds
 from ..kit.findings import Finding, sig
+from ..kit.learned import gate
 from .result import GeometryResult, abs_interval
 
 NAN = math.nan
@@ -148,4 +149,4 @@ def findings(result: GeometryResult) -> list[Finding]:
                                  else (None, None, None)),
             f"Paper III criterion (> {PAPER3.focusing:.0%}) "
             f"{'met' if s.criteria.attention_focusing else 'not met'}"))
-    return rows
+    return gate(rows, result.learned)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ...interp.model import ModelInfo
 from ...probes import Interval, RandomBaseline
+from ...windtunnel.learned import LearnedCheck
 
 NAN = math.nan
 
@@ -221,6 +222,8 @@ class GeometryResult:
     metrics: list[MetricRow] = field(default_factory=list, kw_only=True)
     timings_s: dict[str, float] = field(default_factory=dict, kw_only=True)
     wall_s: float = field(default=NAN, kw_only=True)
+    #: a wind tunnel's learned check (None for other models): the verdicts stand behind it
+    learned: LearnedCheck | None = field(default=None, kw_only=True)
 
     def rows(self, metric: str, prompt_set: str | None = None, reference: str = "model",
              ) -> list[MetricRow]:

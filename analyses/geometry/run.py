@@ -42,6 +42,7 @@ from ... import interp
 from ...probes import POSITION_CONFOUND_R2
 from ...windtunnel.runs import RUN_RECORD
 from ..kit.errors import ExperimentError
+from ..kit.learned import learned_of
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -116,6 +117,7 @@ def _measure(cfg: GeometryConfig, m: interp.InterpModel, layers: tuple[int, ...]
     are freed once read, before the random-init twin is built (the two are never resident
     together)."""
     clock = {"load": time.perf_counter() - t0}
+    learned = learned_of(m, progress=cfg.progress)  # a tunnel's verdicts stand behind it
 
     def lap(name: str) -> None:
         clock[name] = time.perf_counter() - t0 - sum(clock.values())
@@ -155,7 +157,7 @@ def _measure(cfg: GeometryConfig, m: interp.InterpModel, layers: tuple[int, ...]
         headline=summaries[sets[0]], key_orthogonality=key, prompt_sets=summaries,
         pool=PoolInfo(len(pool), int(pool["entropy_bits"].notna().sum()), reused, skipped,
                       sorted(pool["domain"].unique().tolist())),
-        random_init=init, notes=confound_notes(summaries), metrics=rows)
+        random_init=init, notes=confound_notes(summaries), metrics=rows, learned=learned)
     prompts = pd.concat([_with_coords(r, table_layer) for r in results], ignore_index=True)
     from .report import write_report
 

@@ -138,6 +138,12 @@ CONVERGENCE_DEF = ("first logged eval step at which the held-out per-sample entr
                    "|H_model − H_Bayes| (eval_entropy_mae_bits) is ≤ {level:g} bits")
 
 
+#: why a pass means less with more keys than dimensions (measured: ±e_i in d = 16)
+ANTIPARALLEL = ("with more keys than dimensions a frame can pass with antiparallel pairs, which "
+                "|cos| counts as parallel only once per pair: the 32 keys ±e_i in d = 16 score "
+                "0.968, so a pass here is not a set of orthogonal directions")
+
+
 def key_row(res: DetectResult | None, threshold: float, where: str) -> CheckRow:
     """From a ``DetectResult`` (None: not measurable, ``where`` says why; else ``where`` is
     its folder)."""
@@ -152,7 +158,8 @@ def key_row(res: DetectResult | None, threshold: float, where: str) -> CheckRow:
     m, d = res.n_frame_tokens, res.d_head
     shape = (f"m = {m} ≤ d = {d}" if m <= d else
              f"m = {m} > d = {d}: not orthogonalisable, Welch ceiling "
-             f"{tr.at[best, 'ceiling']:.3f}, score ÷ ceiling {tr.at[best, 'vs_ceiling']:.3f}")
+             f"{tr.at[best, 'ceiling']:.3f}, score ÷ ceiling {tr.at[best, 'vs_ceiling']:.3f}; "
+             f"{ANTIPARALLEL}")
     return measured_row(
         name, KEY_DEF, unit, float(tr.at[best, "orthogonality"]), ">", threshold,
         control=float(tw.at[best, "orthogonality"]),

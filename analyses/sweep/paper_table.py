@@ -29,8 +29,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ...windtunnel.baselines import HISTORY_FREE
 from ..kit.findings import sig
-from .controls import HISTORY_FREE
 
 MAE = "entropy_mae_bits"
 #: the headline metric per task where it is not the entropy MAE

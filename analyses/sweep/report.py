@@ -19,9 +19,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from scipy import stats
 
+from ...windtunnel.baselines import CHANCE, HISTORY_FREE
 from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import COLORS, html_report
-from .controls import CHANCE, HISTORY_FREE
 from .result import SweepResult
 
 GROUP = ("task", "arch", "preset")

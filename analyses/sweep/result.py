@@ -25,7 +25,7 @@ class SweepResult:
     """A sweep: its cells and, per (task, arch, preset) and metric, n, mean, sd and the 95 %
     t-interval of the mean over seeds (``aggregate``, the rows of ``aggregate.parquet``);
     ``controls``: per task, the per-sample entropy MAE (bits) of the untrained controls the
-    cells are held against (:mod:`analyses.sweep.controls`: chance, the HMM filter ladder)."""
+    cells are held against (:mod:`windtunnel.baselines`: chance, the HMM filter ladder)."""
 
     cells: list[SweepCell]
     aggregate: list[dict[str, Any]]

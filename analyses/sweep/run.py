@@ -18,7 +18,7 @@ Backends:
 
 Writes ``cells.parquet`` (one row per cell: metrics, parameters, wall time, status, error),
 ``aggregate.parquet`` (tidy: task, arch, preset, metric, n, mean, sd, ci_low, ci_high),
-``summary.json`` (with each task's untrained controls, :mod:`analyses.sweep.controls`),
+``summary.json`` (with each task's untrained controls, :mod:`windtunnel.baselines`),
 ``manifest.json``, ``run.json`` and ``report.html``.
 
 Example:
@@ -162,7 +162,7 @@ def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepRes
     table = pd.DataFrame([{"cell": c.name, "task": c.task, "arch": c.arch, "preset": c.preset,
                            "seed": c.seed, **{k: None for k in (*METRICS, *extra)},
                            **rows.get(c.name, {"status": "missing"})} for c in grid])
-    from .controls import task_controls
+    from ...windtunnel.baselines import task_controls
     from .paper_table import paper_table
     from .report import LABELS, aggregate, write_report
 

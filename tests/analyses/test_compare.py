@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -63,13 +64,15 @@ def test_verdicts_are_the_geometry_runs_own_and_lead_the_report(compared):
     """Per model: key orthogonality and |ρ(PC1, entropy)| against the twin (and position),
     read from the comparison's table with the very verdicts each geometry run gives."""
     cfg, s = compared
-    rows = findings(s, pd.read_parquet(cfg.out / "table.parquet"))
+    gated = findings(s, pd.read_parquet(cfg.out / "table.parquet"))
+    assert len(gated) == 5 and gated[0].claim.startswith("wt: the wind tunnel has learned")
+    rows = findings(replace(s, learned={}), pd.read_parquet(cfg.out / "table.parquet"))
     assert len(rows) == 4
     for i, lab in enumerate(("wt", "llama")):
         key, rho = rows[2 * i: 2 * i + 2]
         assert key.claim.startswith(f"{lab}: keys orthogonal") and "twin" in key.control
         assert rho.claim.startswith(f"{lab} · ") and "position alone" in rho.control
-        own = {f.claim: f for f in geometry_findings(s.results[lab])}
+        own = {f.claim: f for f in geometry_findings(replace(s.results[lab], learned=None))}
         for mine in (key, rho):
             theirs = own[mine.claim.removeprefix(f"{lab}: ").removeprefix(f"{lab} · ")]
             assert (mine.survives, mine.value) == (theirs.survives, pytest.approx(theirs.value))

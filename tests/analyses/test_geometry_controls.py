@@ -7,6 +7,8 @@ task whose exact entropy is a function of position must say so.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -53,8 +55,11 @@ def test_a_model_at_random_init_is_indistinguishable_from_its_control(tmp_path):
         assert v == pytest.approx(mine[k], rel=1e-6, abs=1e-9, nan_ok=True), k
     assert r.key_orthogonality.init_mean_abs_cos == pytest.approx(
         r.key_orthogonality.mean_abs_cos)
-    # no claim survives a twin that is the model itself
-    rows = findings(r)
+    # an untrained tunnel gets no verdict (the learned-first gate) ...
+    gated = findings(r)
+    assert gated[0].survives is False and all(f.survives is None for f in gated[1:])
+    # ... and behind the gate no claim survives a twin that is the model itself
+    rows = findings(replace(r, learned=None))
     assert len(rows) >= 4 and all(f.survives is False for f in rows), rows
 
 
@@ -82,7 +87,7 @@ def test_a_trained_wind_tunnel_separates_from_its_random_init(hmm_run, tmp_path)
     assert {("probe_r2", "position"), ("abs_spearman_pc1", "position")} <= refs
     # the verdicts: the keys are less orthogonal than at initialisation (mean |cos| up), so
     # that claim does not survive its twin
-    rows = {f.claim.split(" (")[0]: f for f in findings(r)}
+    rows = {f.claim.split(" (")[0]: f for f in findings(replace(r, learned=None))}
     key = rows["keys orthogonal"]
     assert key.survives is False and "random-init twin" in key.control
     assert "gap +" in key.evidence
@@ -98,5 +103,6 @@ def test_position_confound_of_bijection_without_replacement_is_stated(windtunnel
     assert not np.isfinite(pc.partial_abs_rho_pc1) or pc.partial_abs_rho_pc1 < 0.5
     assert table.rho_pc1_bayes_entropy is not None
     # so the claim that PC1 tracks the exact entropy does not survive the position control
-    row = next(f for f in findings(r) if "PC1 tracks bayes entropy" in f.claim)
+    row = next(f for f in findings(replace(r, learned=None))
+               if "PC1 tracks bayes entropy" in f.claim)
     assert row.survives is False and "position alone explains" in row.evidence

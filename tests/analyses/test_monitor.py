@@ -167,3 +167,29 @@ def test_bad_settings_are_one_line_usage_errors(tmp_path, capsys):
     assert code == 2 and "kl" in capsys.readouterr().err
     with pytest.raises(ExperimentError, match="two different domains"):
         MonitorConfig(out=tmp_path / "x", separation_sets=("code", "code")).check()
+
+
+def test_the_orthogonality_row_says_antiparallel_pairs_can_pass_with_more_keys_than_dims():
+    """±e_i in d = 16 (32 keys) scores 0.968, above the 0.9 threshold, with no two keys
+    orthogonal to all others: a frame with m > d says so beside its pass."""
+    from bayesgeom.analyses.detect.result import DetectResult, HeadFrame
+    from bayesgeom.analyses.monitor.result import ANTIPARALLEL, key_row
+    from bayesgeom.probes.key_frame import frame_orthogonality
+
+    keys = np.vstack([np.eye(16), -np.eye(16)])
+    score = frame_orthogonality(keys)
+    assert score == pytest.approx(1 - 16 / (32 * 31 / 2)) and score > 0.9
+
+    def head(condition: str, o: float, m: int) -> HeadFrame:
+        return HeadFrame(condition=condition, layer=0, head=0, m=m, d=16, mean_abs_cos=1 - o,
+                         orthogonality=o, chance_abs_cos=0.2, chance=0.8,
+                         reduction_vs_random=0.0, orthogonalisable=m <= 16, welch=0.0,
+                         ceiling=1.0, vs_ceiling=o, isotropy=0.5, isotropy_chance=0.6,
+                         effective_rank=4.0, utilisation=0.25)
+
+    for m, said in ((32, True), (8, False)):
+        res = DetectResult(model="toy", frame="toy", n_frame_tokens=m, layers=[0],
+                           n_kv_heads=1, d_head=16, heads=[head("trained", score, m),
+                                                           head("random_init", 0.6, m)])
+        row = key_row(res, 0.9, "here")
+        assert row.status == PASS and (ANTIPARALLEL in row.note) is said

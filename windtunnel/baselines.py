@@ -1,8 +1,10 @@
-"""The controls a sweep's cells are held against, per task: the per-sample entropy MAE (bits,
-Paper I) of predictors that need no training, on the held-out sequences a cell's final
-evaluation scores (:func:`windtunnel.evaluate.evaluate`: batch ``i`` of
-:data:`windtunnel.evaluate.EVAL_BATCH` from stream ``(seed, EVAL, i)``; with the sweep's first
-seed and the cells' final-evaluation size these are exactly that seed's sequences).
+"""The predictors that need no training, per task: the per-sample entropy MAE (bits, Paper I)
+a wind tunnel is held against, on the held-out sequences its final evaluation scores
+(:func:`windtunnel.evaluate.evaluate`: batch ``i`` of :data:`windtunnel.evaluate.EVAL_BATCH`
+from stream ``(seed, EVAL, i)``; with a run's seed and its final-evaluation size these are
+exactly that run's evaluation sequences). A sweep holds its cells against them
+(``analyses.sweep``); :mod:`windtunnel.learned` decides with them whether a tunnel has learned
+its task.
 
 * ``chance``: the context-blind uniform predictor over the task's hypotheses, whose entropy is
   log2 H at every position, so its MAE is the mean of log2 H − H_Bayes (the exact posterior the
@@ -24,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ...windtunnel.evaluate import EVAL_BATCH
-from ...windtunnel.seeds import Purpose, stream
-from ...windtunnel.task import make_token_task
+from .evaluate import EVAL_BATCH
+from .seeds import Purpose, stream
+from .task import make_token_task
 
 CHANCE = "chance"
 HISTORY_FREE = "history-free"
@@ -38,9 +40,11 @@ def window_label(w: int) -> str:
 
 
 def task_controls(task: str, task_params: dict[str, Any], seed: int, n: int,
-                  ) -> dict[str, float]:
+                  windows: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)) -> dict[str, float]:
     """Control -> per-sample entropy MAE (bits) of ``task`` at ``task_params`` on ``n``
-    held-out sequences of ``seed`` (module doc)."""
+    held-out sequences of ``seed`` (module doc); on the HMM, the history-free filter and the
+    windowed filters of ``windows`` that are shorter than K (``()``: the history-free one
+    alone)."""
     t = make_token_task(task, **task_params)
     log_h, errs, done, i = np.log2(t.n_hypotheses), [], 0, 0
     while done < n:
@@ -49,10 +53,10 @@ def task_controls(task: str, task_params: dict[str, Any], seed: int, n: int,
         done, i = done + b.n, i + 1
     out = {CHANCE: float(np.concatenate(errs).mean())}
     if task == "hmm" and not getattr(t.cfg, "target_window", 0):
-        from ...windtunnel.hmm import window_ladder
+        from .hmm import window_ladder
 
-        windows = [w for w in (1, 2, 4, 8, 16, 32, 64) if w < t.K]
-        lad = window_ladder(t, windows, n=n, seed=seed)
+        shorter = [w for w in windows if w < t.K]
+        lad = window_ladder(t, shorter, n=n, seed=seed)
         out[HISTORY_FREE] = float(lad[HISTORY_FREE]["entropy_mae_bits"])
-        out |= {window_label(w): float(lad[w]["entropy_mae_bits"]) for w in windows}
+        out |= {window_label(w): float(lad[w]["entropy_mae_bits"]) for w in shorter}
     return out
