@@ -1,5 +1,6 @@
 """The README's Python blocks run as they stand: offline, on the embedded SmolLM2, each in a
-fresh interpreter inside an empty folder (their ``runs/...`` outputs land there)."""
+fresh interpreter inside an empty folder (their ``runs/...`` outputs land there) that sees the
+repository's ``tunnels/`` as a user in the repository's root does."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 BLOCKS = re.findall(r"^```python\n(.*?)^```$", README.read_text(encoding="utf-8"), re.M | re.S)
 
 
@@ -29,6 +31,7 @@ def test_the_readme_fits_on_a_few_screens():
 def test_readme_block_runs(code, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
+    (tmp_path / "tunnels").symlink_to(ROOT / "tunnels")  # the committed wind tunnels
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{code}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"

@@ -15,8 +15,8 @@ Example:
     ...             undefined="no held-out sequences")
     >>> g.value_text(), g.verdict_text()
     ('undefined: no held-out sequences', 'no verdict')
-    >>> print(findings_text([f]).splitlines()[0])
-    What was found
+    >>> print(findings_text([f, g]).splitlines()[0])
+    What was found: 1 of 2 claims survives its control; 1 gets no verdict
 """
 
 from __future__ import annotations
@@ -93,8 +93,30 @@ class Finding:
         return VERDICTS[self.survives]
 
 
+def tally(findings: list[Finding]) -> str:
+    """How many claims survive, before the table: ``"2 of 5 claims survive their controls;
+    1 does not; 2 get no verdict"``.
+
+    Example:
+        >>> tally([Finding("a", 1.0, survives=True), Finding("b", 1.0, survives=None)])
+        '1 of 2 claims survives its control; 1 gets no verdict'
+    """
+    n = len(findings)
+    yes = sum(f.survives is True for f in findings)
+    no = sum(f.survives is False for f in findings)
+    none = n - yes - no
+    head = (f"{yes} of {n} claim{'s' * (n != 1)} "
+            f"{'survives its control' if yes == 1 else 'survive their controls'}")
+    parts = [head]
+    if no:
+        parts.append(f"{no} {'does' if no == 1 else 'do'} not")
+    if none:
+        parts.append(f"{none} {'gets' if none == 1 else 'get'} no verdict")
+    return "; ".join(parts)
+
+
 def findings_html(findings: list[Finding]) -> str:
-    """The verdict table as an HTML fragment (heading included)."""
+    """The verdict table as an HTML fragment: its heading, :func:`tally` and the table."""
     head = "".join(f"<th>{h}</th>" for h in ("Claim", "Value", "Control", "Verdict",
                                               "Evidence"))
     rows = []
@@ -107,13 +129,15 @@ def findings_html(findings: list[Finding]) -> str:
             else f"<td>{html.escape(c)}</td>" for i, c in enumerate(cells)) + "</tr>")
     if not rows:
         rows.append("<tr><td colspan='5'>This run tests no claim.</td></tr>")
-    return ("<h2 id='what-was-found'>What was found</h2><table class='findings'>"
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    count = f"<p class='tally'>{html.escape(tally(findings))}.</p>" if findings else ""
+    return ("<h2 id='what-was-found'>What was found</h2>" + count +
+            "<div class='table-wrap'><table class='findings'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def findings_text(findings: list[Finding]) -> str:
     """The verdict table for a terminal: one claim a line."""
-    lines = ["What was found"]
+    lines = ["What was found" + (f": {tally(findings)}" if findings else "")]
     for f in findings:
         ctl = f"; control: {f.control}" if f.control else ""
         ev = f" ({f.evidence})" if f.evidence else ""

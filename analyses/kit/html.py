@@ -72,10 +72,19 @@ def readable(column: object) -> str:
     return " ".join(words) + (f" ({unit})" if unit else "")
 
 
+#: columns whose values are metric names, shown as :func:`readable` shows a header
+NAME_COLUMNS = ("metric", "check", "quantity")
+
+
 def table_html(df: pd.DataFrame) -> str:
-    """``df`` as an HTML table: readable headers, numbers to 3 significant figures, whole
+    """``df`` as an HTML table that scrolls sideways rather than overflow the page: readable
+    headers and metric names (:data:`NAME_COLUMNS`), numbers to 3 significant figures, whole
     numbers as counts, a missing value as ``undefined``."""
-    view = df.rename(columns=readable)
+    view = df.copy()
+    for c in NAME_COLUMNS:
+        if c in view.columns and view[c].dtype == object:
+            view[c] = view[c].map(lambda x: readable(x) if isinstance(x, str) else x)
+    view = view.rename(columns=readable)
 
     def fmt(x: object) -> str:
         if isinstance(x, bool) or x is None:
@@ -87,7 +96,19 @@ def table_html(df: pd.DataFrame) -> str:
         return str(x)
 
     body = view.map(fmt) if len(view) else view
-    return body.to_html(index=False, border=0, na_rep="undefined")
+    return ("<div class='table-wrap'>" + body.to_html(index=False, border=0, na_rep="undefined")
+            + "</div>")
+
+
+def anchor(heading: str) -> str:
+    """The id of a section heading, so a link (or a browser) can open the report there.
+
+    Example:
+        >>> anchor("3. SULA on SmolLM2-135M")
+        'sula-on-smollm2-135m'
+    """
+    words = re.findall(r"[a-z0-9]+", heading.lower().lstrip("0123456789. "))
+    return "-".join(words)[:60] or "section"
 
 
 def html_report(path: Path, title: str, findings: list[Finding], sections: list[Section],
@@ -105,7 +126,7 @@ def html_report(path: Path, title: str, findings: list[Finding], sections: list[
     first_fig = True
     for heading, body, *rest in sections:
         caption = rest[0] if rest else ""
-        parts.append(f"<h2>{html.escape(heading)}</h2>")
+        parts.append(f"<h2 id='{anchor(heading)}'>{html.escape(heading)}</h2>")
         if isinstance(body, go.Figure):
             if not caption:
                 raise ValueError(f"report {title!r}: figure {heading!r} needs a line saying "
@@ -115,6 +136,8 @@ def html_report(path: Path, title: str, findings: list[Finding], sections: list[
             first_fig = False
         elif isinstance(body, pd.DataFrame):
             parts.append(table_html(body))
+        elif "\n" in str(body):  # text laid out in lines and columns keeps its layout
+            parts.append(f"<pre>{html.escape(str(body))}</pre>")
         else:
             parts.append(f"<p>{html.escape(str(body))}</p>")
         if caption:
@@ -123,9 +146,12 @@ def html_report(path: Path, title: str, findings: list[Finding], sections: list[
         text = json.dumps(json_safe(manifest), indent=2)
         parts.append(f"<h2>Run manifest</h2><pre>{html.escape(text)}</pre>")
     style = (
-        "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+        "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222;"
+        "padding:0 1em}.table-wrap{max-width:100%;overflow-x:auto}"
         "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;"
-        "text-align:right}pre{background:#f6f6f6;padding:1em;overflow:auto}"
+        "text-align:right;vertical-align:top}th{white-space:normal}"
+        "td{max-width:28em;overflow-wrap:anywhere}"
+        "pre{background:#f6f6f6;padding:1em;overflow:auto}.tally{font-weight:600}"
         "table.findings td,table.findings th{text-align:left}"
         "table.findings td:nth-child(2){text-align:right;"
         "white-space:nowrap}.verdict-yes{color:#1a7f37;font-weight:600}.verdict-no"

@@ -18,7 +18,6 @@ from plotly.subplots import make_subplots
 from ...infotheory import calibration
 from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import COLORS, html_report
-from ..kit.numbers import num
 from .result import SulaCondition, SulaResult
 
 #: what to look for in :func:`calibration_figure`
@@ -140,33 +139,43 @@ def format_summary(s: SulaResult) -> str:
     return findings_text(findings(s)) + "\n" + summary_table(s)
 
 
-def summary_table(s: SulaResult) -> str:
-    """A compact table: per condition MAE, corr and mean H_model per k."""
-    ks = [str(k) for k in s.ks]
+def summary_heading(s: SulaResult) -> str:
+    """What the summary covers: model, labels, prompts and Paper III's reference MAE."""
     ref = ", ".join(f"{k} {v:.2f}" for k, v in s.paper3_mae_bits.items())
-    lines = [f"{s.model} · SULA · labels {'/'.join(s.labels)} (remap "
-             f"{'/'.join(s.remap_labels)}) · {s.n_per_k} prompts per k",
-             f"Paper III main-condition MAE: {ref} bits",
-             f"{'condition':<9} {'MAE':>6} {'corr':>6} {'mass':>5} {'|ρ PC1,H_B|':>11}  "
-             + " ".join(f"{'H k=' + k:>7}" for k in ks)]
-    exp = s.expected_h_bayes_bits
-    lines.append(f"{'Bayes':<9} {'':>6} {'':>6} {'':>5} {'':>11}  "
-                 + " ".join(f"{exp[k]:>7.3f}" for k in ks))
+    return (f"{s.model} · SULA · labels {'/'.join(s.labels)} (remap "
+            f"{'/'.join(s.remap_labels)}) · {s.n_per_k} prompts per k. Paper III's "
+            f"main-condition MAE per k: {ref} bits.")
+
+
+def summary_frame(s: SulaResult) -> pd.DataFrame:
+    """Per condition (and the exact posterior first): calibration MAE (bits), corr, label
+    mass, |ρ(PC1, H_Bayes)| and the mean model entropy at each k (bits) -- the table the
+    report shows."""
+    ks = [str(k) for k in s.ks]
+    nan = float("nan")
+    rows = [{"condition": "exact Bayes", "MAE (bits)": nan, "corr": nan, "label mass": nan,
+             "|ρ(PC1, H_Bayes)|": nan,
+             **{f"H at k = {k} (bits)": s.expected_h_bayes_bits[k] for k in ks}}]
     for c, r in s.conditions.items():
-        hk = " ".join(f"{_n(r.per_k[k].h_model if k in r.per_k else None):>7}" for k in ks)
-        lines.append(f"{c:<9} {_n(r.mae):>6} {_n(r.corr):>6} {_n(r.label_mass, 2):>5} "
-                     f"{_n(r.abs_rho_pc1_h_bayes):>11}  {hk}")
-    return "\n".join(lines)
+        rows.append({"condition": c, "MAE (bits)": r.mae, "corr": r.corr,
+                     "label mass": r.label_mass, "|ρ(PC1, H_Bayes)|": r.abs_rho_pc1_h_bayes,
+                     **{f"H at k = {k} (bits)": (r.per_k[k].h_model if k in r.per_k else nan)
+                        for k in ks}})
+    return pd.DataFrame(rows)
 
 
-def _n(x: float | None, nd: int = 3) -> str:
-    return num(x, nd)
+def summary_table(s: SulaResult) -> str:
+    """:func:`summary_heading` and :func:`summary_frame` as text, for a terminal."""
+    with pd.option_context("display.float_format", lambda x: f"{x:.3f}", "display.width", 160):
+        body = summary_frame(s).to_string(index=False, na_rep="")
+    return summary_heading(s) + "\n" + body
 
 
 def write_report(path: Path, s: SulaResult, per_k: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
     return html_report(path, f"SULA calibration — {s.model}", findings(s), [
-        ("Summary", summary_table(s)),
+        ("Summary", summary_heading(s)),
+        ("Per condition", summary_frame(s)),
         ("Entropy per k", calibration_figure(per_k), CALIBRATION_CAPTION),
         ("Per k", per_k),
         ("Last-layer PC1 per k (shared basis)", pc1_figure(per_k), PC1_CAPTION),
