@@ -28,9 +28,9 @@ def test_the_verdict_table_comes_before_every_detail(tmp_path: Path) -> None:
                      ("Table", pd.DataFrame({"kl_bits": [0.123456, math.nan]}))],
                     {"seed": 0})
     text = p.read_text()
-    order = [text.index(s) for s in ("What was found", "keys orthogonal", "<h2>Curves",
-                                     "Look for: the trained line", "<h2>Table",
-                                     "<h2>Run manifest")]
+    order = [text.index(s) for s in ("What was found", "keys orthogonal",
+                                     "<h2 id='curves'>Curves", "Look for: the trained line",
+                                     "<h2 id='table'>Table", "<h2>Run manifest")]
     assert order == sorted(order)
     assert "undefined: one prompt set only" in text and "survives" in text
     assert "KL (bits)" in text and "0.123" in text and "0.123456" not in text
