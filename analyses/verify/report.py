@@ -275,8 +275,10 @@ def selection_table(res: ConsistencyResult) -> pd.DataFrame:
             ("its attention share on the hypothesis tokens", pct(a.best_head_mass), "—"),
             ("uniform attention's share on them", pct(a.uniform_mass), "—")]
     rows += [(name, how, "yes" if ok else "no") for name, ok, how in selection_checks(a)]
-    rows.append(("the random-init twin's best head (in-sample)", _n(a.random_init),
-                 "yes" if a.consistency > a.random_init else "no"))
+    rows += [("the random-init twin's best head (in-sample)", _n(a.random_init),
+              "yes" if a.consistency > a.random_init else "no"),
+             ("uniform attention (in-sample)", _n(a.uniform),
+              "yes" if a.consistency > a.uniform else "no")]
     return pd.DataFrame(rows, columns=["control", "value", "beaten"])
 
 
