@@ -123,9 +123,11 @@ def _carrier_finding(res: ConsistencyResult) -> Finding:
     finite = [h for h in res.heads if h.r == h.r]
     control = "within-group permuted posteriors; random-init twin's r"
     if not finite:
+        a = res.attention
+        why = (a.reason if a.reason.startswith("no prompt shows a hypothesis token") else
+               "the posterior does not vary over the hypotheses the prompts show")
         return Finding(claim, None, control=control,
-                       undefined="r is undefined for every head: the posterior does not vary "
-                       "over the hypotheses the prompts show")
+                       undefined=f"r is undefined for every head: {why}")
     top = max(finite, key=lambda h: abs(h.r))
     return Finding(
         claim, len(res.carriers), unit=f"of {len(res.heads)} heads",

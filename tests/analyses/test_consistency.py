@@ -13,7 +13,12 @@ import torch
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.kit.models import open_model
 from bayesgeom.analyses.verify.report import findings, format_summary
-from bayesgeom.analyses.verify.result import ConsistencyResult, OutputScore
+from bayesgeom.analyses.verify.result import (
+    AttentionConsistency,
+    ConsistencyResult,
+    HeadTracking,
+    OutputScore,
+)
 from bayesgeom.analyses.verify.run import (
     ConsistencyConfig,
     attention_summary,
@@ -254,3 +259,21 @@ def test_end_to_end_planted_heads_through_the_experiment(text_models, tmp_path, 
     assert verdicts[False].survives is False, verdicts[False].evidence
     assert verdicts[True].survives is True, verdicts[True].evidence
     assert verdicts[True].claim.endswith(": L1.H0")
+
+
+def test_a_task_whose_prompts_show_no_hypothesis_token_says_so_in_both_rows():
+    # HMM filtering: the hypotheses are hidden states, never tokens of the prompt
+    a = AttentionConsistency(consistency=float("nan"), best_head="", random_init=float("nan"),
+                             uniform=float("nan"), n_defined=0,
+                             shown_posterior_mass=float("nan"),
+                             reason="no prompt shows a hypothesis token, so attention cannot "
+                                    "land on one")
+    heads = [HeadTracking(0, 0, *[float("nan")] * 6, 1.0, 1.0, float("nan"), 0.0, False)]
+    res = ConsistencyResult(model="toy", task="hmm", group_name="q", n_prompts=4,
+                            n_hypotheses=5, attention=a,
+                            outputs=[OutputScore(s, 0.5, 0.5, 1.0) for s in
+                                     ("model", "random_init", "group_mean_baseline")],
+                            heads=heads, carriers=[])
+    attention, carriers, _ = findings(res)
+    assert attention.survives is None and carriers.survives is None
+    assert "no prompt shows a hypothesis token" in carriers.value_text()
