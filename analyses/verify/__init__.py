@@ -5,7 +5,8 @@ from ..kit.experiment import Experiment, package_exports
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "verify",
-    "Bayesian consistency: attention vs the exact posterior per head (headline), "
+    "Bayesian consistency: attention vs the exact posterior per head (headline, judged "
+    "against selection-aware controls), "
     "output calibration beside it, with controls",
     "ConsistencyConfig", "run_consistency"),)
 

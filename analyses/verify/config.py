@@ -25,8 +25,13 @@ class ConsistencyConfig(ModelOptions, Batched, Seeded, TwinSeeded, RunOptions,
                                             "picked)")
     layers: tuple[int, ...] | None = layers_option("layers whose heads are read")
     n_null: int = option(200, "within-group permutations per head's null", min=10)
-    alpha: float = option(0.05, "Holm-adjusted level for 'carries the posterior'", above=0,
-                          max=1)
+    alpha: float = option(0.05, "level of the tests: Holm-adjusted for 'carries the "
+                          "posterior', and the best head against the best of as many random "
+                          "heads", above=0, max=1)
+    n_splits: int = option(20, "seeded two-half splits of the cross-fitted best-head "
+                           "selection (chosen on one half, scored on the other)", min=1)
+    n_random: int = option(1000, "draws of the best of H random heads, per null (random "
+                           "Dirichlet heads; the model's heads re-dealt)", min=10)
     min_r: float = option(0.3, "smallest |r| for 'carries the posterior'", min=0, max=1)
     sula_seed: int = seed_option(42, "seed of SULA's draws")
 

@@ -2,12 +2,15 @@
 (:mod:`analyses.verify.run`).
 
 :func:`findings` holds the headline -- the best head's attention–posterior consistency --
-against the random-init twin's best head (the same selection over as many heads) and uniform
-attention; the heads that carry the posterior by the run's own permutation test (Holm-adjusted
-p below ``--alpha`` and |r| at least ``--min-r``); and the output calibration beside them,
-against the twin and the group-mean baseline. Consistency and calibration have no significance
-test in the run, so they survive when they beat both of their controls (the rule ``bayesgeom
-monitor`` applies to its rows).
+with its verdict made by the selection-aware controls (:func:`headline_verdict`: the
+cross-fitted held-out score above uniform attention and the twin's, the observed best above
+the best of as many random Dirichlet heads and re-dealt heads at ``--alpha``, and the in-sample
+best above the twin's best head and uniform attention), the best head's attention share on the
+hypothesis tokens beside it; the heads that carry the posterior by the run's own permutation
+test (Holm-adjusted p below ``--alpha`` and |r| at least ``--min-r``); and the output
+calibration beside them, against the twin and the group-mean baseline. Calibration has no
+significance test in the run, so it survives when it beats both of its controls (the rule
+``bayesgeom monitor`` applies to its rows).
 """
 
 from __future__ import annotations
@@ -19,30 +22,99 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import VERDICTS, Finding, findings_text, sig
 from ..kit.html import COLORS, html_report
-from .result import ConsistencyResult
+from .result import AttentionConsistency, ConsistencyResult
 
 #: the criterion of a claim the run has no test for
 RULE = "criterion: above both controls (monitor's beats-both rule); no significance test"
 
 
+def pct(x: float) -> str:
+    """A share as a percentage, two significant figures below 10 % (``0.0009`` ->
+    ``"0.09 %"``, ``0.22`` -> ``"22 %"``, ``1.0`` -> ``"100 %"``)."""
+    if x != x:
+        return "undefined"
+    v = 100 * x
+    return f"{v:.0f} %" if abs(v) >= 10 else f"{v:.2g} %"
+
+
+def selection_checks(a: AttentionConsistency) -> list[tuple[str, bool, str]]:
+    """The selection-aware controls of the headline (:mod:`probes.selection_control`), each
+    (name, beaten, how): the cross-fitted held-out score against uniform attention and
+    against the twin's heads cross-fitted alike, and the observed best against the best of as
+    many random Dirichlet heads and of the model's heads re-dealt (p < alpha)."""
+    out = [("cross-fitted held-out score vs uniform attention", a.held_out > a.uniform,
+            f"{sig(a.held_out)} vs {sig(a.uniform)}"),
+           ("cross-fitted held-out score vs the twin's, cross-fitted alike",
+            a.held_out > a.held_out_twin, f"{sig(a.held_out)} vs {sig(a.held_out_twin)}")]
+    for m in (a.random_heads, a.shuffled_heads):
+        if m is not None:
+            out.append((f"best head vs the best of {m.n_heads} {m.null}", bool(m.p < a.alpha),
+                        f"{sig(a.consistency)} vs {sig(m.mean)} ± {sig(m.sd)}; p {sig(m.p)}, "
+                        f"level {sig(a.alpha)}"))
+    return out
+
+
+def headline_verdict(a: AttentionConsistency) -> tuple[bool | None, str]:
+    """(survives, which control decided): no verdict where the held-out score is undefined
+    (too few prompts to split); otherwise it survives only when every selection-aware control
+    (:func:`selection_checks`) and both in-sample controls (the twin's best head, uniform
+    attention) are beaten. A failing verdict names the controls that decided it; a surviving
+    one names the closest (the smallest held-out margin over uniform, the largest p)."""
+    if a.consistency != a.consistency:
+        return None, ""
+    if a.held_out != a.held_out:
+        return None, (f"no verdict: {a.n_defined} prompts count, too few to choose the head on "
+                      "one half and score it on the other (the selection-aware control)")
+    checks = selection_checks(a)
+    checks.append(("in-sample vs the twin's best head and uniform",
+                   bool(a.consistency > a.random_init and a.consistency > a.uniform),
+                   f"{sig(a.consistency)} vs {sig(a.random_init)} and {sig(a.uniform)}"))
+    failed = [f"{n} ({how})" for n, ok, how in checks if not ok]
+    if failed:
+        return False, "decided by: " + "; ".join(failed)
+    nulls = [m for m in (a.random_heads, a.shuffled_heads) if m is not None]
+    close = max(nulls, key=lambda m: m.p) if nulls else None
+    return True, (f"every selection-aware control beaten; closest: the held-out score "
+                  f"{a.held_out - a.uniform:+.3g} over uniform attention"
+                  + (f", p {sig(close.p)} against the best of {close.n_heads} {close.null}"
+                     if close is not None else ""))
+
+
+def _controls_text(a: AttentionConsistency) -> str:
+    parts = [f"selection-aware: the head chosen on half the prompts, scored on the other "
+             f"(cross-fitted, {a.n_splits} splits) {sig(a.held_out)}, the twin's "
+             f"{sig(a.held_out_twin)}"]
+    parts += [f"the best of {m.n_heads} {m.null} {sig(m.mean)} ± {sig(m.sd)} (its "
+              f"{sig(100 * (1 - a.alpha))} % quantile {sig(m.quantile)})"
+              for m in (a.random_heads, a.shuffled_heads) if m is not None]
+    parts.append(f"uniform attention {sig(a.uniform)}; the random-init twin's best head "
+                 f"(in-sample) {sig(a.random_init)}")
+    return "; ".join(parts)
+
+
 def _attention_finding(res: ConsistencyResult) -> Finding:
     a = res.attention
     claim = ("attention weighs the shown hypotheses as the exact posterior does (best head's "
-             "consistency, 1 − mean TV, probes.posterior_consistency)")
+             "consistency, 1 − mean TV, probes.posterior_consistency; in-sample)")
     if a.consistency != a.consistency:
         return Finding(claim, None, control="random-init twin's best head; uniform attention",
                        undefined=a.reason or "no prompt shows two hypotheses with posterior "
                        "mass", evidence=f"defined on {a.n_defined} of {res.n_prompts} prompts")
+    survives, why = headline_verdict(a)
     return Finding(
-        claim + f": {a.best_head}", a.consistency,
-        control=f"random-init twin's best head {sig(a.random_init)}; uniform attention "
-                f"{sig(a.uniform)}",
-        survives=bool(a.consistency > a.random_init and a.consistency > a.uniform),
-        evidence=f"gap {a.consistency - a.random_init:+.3g} over the twin; defined on "
-                 f"{a.n_defined} of {res.n_prompts} prompts; the twin's best is selected over "
-                 f"as many heads; {RULE}")
+        claim + f": {a.best_head}", a.consistency, control=_controls_text(a),
+        survives=survives,
+        evidence=f"{why}; {a.best_head} puts {pct(a.best_head_mass)} of its attention on the "
+                 f"hypothesis tokens (uniform attention {pct(a.uniform_mass)}), which the "
+                 f"renormalised score does not see; defined on {a.n_defined} of "
+                 f"{res.n_prompts} prompts; the held-out halves fall "
+                 f"{_gaps(a.held_out_gaps)} from uniform attention on the same half")
+
+
+def _gaps(g: list[float]) -> str:
+    return "undefined" if len(g) != 2 else f"{g[0]:+.3g} to {g[1]:+.3g}"
 
 
 def _carrier_finding(res: ConsistencyResult) -> Finding:
@@ -51,9 +123,11 @@ def _carrier_finding(res: ConsistencyResult) -> Finding:
     finite = [h for h in res.heads if h.r == h.r]
     control = "within-group permuted posteriors; random-init twin's r"
     if not finite:
+        a = res.attention
+        why = (a.reason if a.reason.startswith("no prompt shows a hypothesis token") else
+               "the posterior does not vary over the hypotheses the prompts show")
         return Finding(claim, None, control=control,
-                       undefined="r is undefined for every head: the posterior does not vary "
-                       "over the hypotheses the prompts show")
+                       undefined=f"r is undefined for every head: {why}")
     top = max(finite, key=lambda h: abs(h.r))
     return Finding(
         claim, len(res.carriers), unit=f"of {len(res.heads)} heads",
@@ -153,6 +227,21 @@ def details_text(res: ConsistencyResult) -> str:
         lines.append(f"  over heads: 10/50/90 % = {_n(q[0])} / {_n(q[1])} / {_n(q[2])}; best "
                      "per layer: " + ", ".join(f"L{L} {_n(v)}" for L, v in
                                                 zip(a.layers, a.layer_best, strict=True)))
+    if a.consistency == a.consistency:
+        survives, why = headline_verdict(a)
+        lines += ["SELECTION-AWARE CONTROLS (they decide the headline's verdict)",
+                  f"  in-sample best {_n(a.consistency)} ({a.best_head}); cross-fitted "
+                  f"held-out {_n(a.held_out)} (range over {a.n_splits} splits "
+                  f"{_gaps(a.held_out_range)}; the twin's {_n(a.held_out_twin)}; halves vs "
+                  f"uniform {_gaps(a.held_out_gaps)}; chosen head = {a.best_head} in "
+                  f"{pct(a.pick_agreement)} of halves)"]
+        lines += [f"  best of {m.n_heads} {m.null}: {_n(m.mean)} ± {_n(m.sd)} over {m.n_draws} "
+                  f"draws ({sig(100 * (1 - a.alpha))} % quantile {_n(m.quantile)}); observed "
+                  f"best p {sig(m.p)}" for m in (a.random_heads, a.shuffled_heads)
+                  if m is not None]
+        lines += [f"  attention on the hypothesis tokens: {a.best_head} {pct(a.best_head_mass)} "
+                  f"of its row; uniform attention {pct(a.uniform_mass)}",
+                  f"  verdict: {VERDICTS[survives]}; {why}"]
     lines += ["OUTPUT CALIBRATION (beside it): 1 − mean TV of the next-token distribution "
               "renormalised over the K hypotheses",
               f"  {'output of':<22} {'calibration':>11} {'mean TV':>8} {'KL bits':>9}"]
@@ -164,11 +253,35 @@ def details_text(res: ConsistencyResult) -> str:
                  "p_Holm):")
     lines += [f"  L{h.layer}.H{h.head}: r {h.r:+.3f} ({h.r_random_init:+.3f}; "
               f"{h.p_holm:.3g}){'  carries' if h.carries else ''}" for h in top]
+    by_c = sorted((h for h in res.heads if h.consistency == h.consistency),
+                  key=lambda h: -h.consistency)[:5]
+    if by_c:
+        lines.append("heads by consistency (in-sample; attention share on the hypothesis "
+                     "tokens):")
+        lines += [f"  L{h.layer}.H{h.head}: {h.consistency:.3f} ({pct(h.mass_defined)})"
+                  for h in by_c]
     if all(h.r != h.r for h in res.heads):
         lines.append("r is undefined for every head: the posterior does not vary over the "
                      "hypotheses the prompts show (bijection: every shown value is ruled out)")
     lines.append(f"carry the posterior (r test): {', '.join(res.carriers) or 'none'}")
     return "\n".join(lines)
+
+
+def selection_table(res: ConsistencyResult) -> pd.DataFrame:
+    """The headline's controls, one a row: what it is, its number, whether it is beaten."""
+    a = res.attention
+    if a.consistency != a.consistency:
+        return pd.DataFrame({"control": ["(undefined headline)"], "value": [a.reason],
+                             "beaten": [""]})
+    rows = [("best head, in-sample (" + a.best_head + ")", _n(a.consistency), "—"),
+            ("its attention share on the hypothesis tokens", pct(a.best_head_mass), "—"),
+            ("uniform attention's share on them", pct(a.uniform_mass), "—")]
+    rows += [(name, how, "yes" if ok else "no") for name, ok, how in selection_checks(a)]
+    rows += [("the random-init twin's best head (in-sample)", _n(a.random_init),
+              "yes" if a.consistency > a.random_init else "no"),
+             ("uniform attention (in-sample)", _n(a.uniform),
+              "yes" if a.consistency > a.uniform else "no")]
+    return pd.DataFrame(rows, columns=["control", "value", "beaten"])
 
 
 def write_report(path: Path, res: ConsistencyResult, heads: pd.DataFrame, groups: pd.DataFrame,
@@ -183,6 +296,12 @@ def write_report(path: Path, res: ConsistencyResult, heads: pd.DataFrame, groups
                     "hypotheses (renormalised) and the exact posterior renormalised over them; "
                     "calibration = 1 − mean TV of the next-token distribution renormalised "
                     "over the K hypotheses."),
+        ("Selection-aware controls", selection_table(res),
+         "The verdict is made here (headline_verdict): the head chosen on half the prompts is "
+         "scored on the other half (cross-fitted), and the best head is compared with the best "
+         "of as many random Dirichlet heads and of the model's own heads with their attention "
+         "re-dealt among the hypothesis occurrences. A best-of-heads score that does not beat "
+         "these is what choosing among many heads gives by itself."),
         (f"Best head's attention TV per {g}",
          deviation_figure(groups, g, "best_head_attn_tv", "TV(best head's attention, posterior)",
                           "uniform_attn_tv", "uniform attention"),

@@ -23,7 +23,9 @@ class HeadTracking:
     prompts, NaN where none is; :mod:`probes.posterior_consistency`) with the 10/50/90 %
     quantiles of its per-prompt TV and the random-init twin's same head; then the correlation
     of its per-occurrence attention with the posterior, its permutation test, and its mean
-    attention mass on hypothesis tokens."""
+    attention mass on hypothesis tokens: ``mean_mass`` over every prompt, ``mass_defined``
+    over the prompts where consistency is defined -- the un-renormalised share of its
+    attention row that the renormalised consistency is computed from."""
 
     layer: int
     head: int
@@ -38,6 +40,24 @@ class HeadTracking:
     r_random_init: float
     mean_mass: float
     carries: bool
+    mass_defined: float = float("nan")
+
+
+@dataclass
+class MaxControl:
+    """A best-of-``n_heads`` null (:mod:`probes.selection_control`): ``null`` names it
+    ("random Dirichlet heads", or "re-dealt heads": the model's own, their attention
+    permuted among the hypothesis occurrences); over ``n_draws`` draws its
+    maximum has ``mean`` ± ``sd`` and (1 − alpha) quantile ``quantile``; ``p`` is the one-sided
+    p of the observed best head (NaN: undefined)."""
+
+    null: str
+    n_heads: int
+    n_draws: int
+    mean: float
+    sd: float
+    quantile: float
+    p: float
 
 
 @dataclass
@@ -50,7 +70,19 @@ class AttentionConsistency:
     selection is matched); ``uniform``: attention spread evenly over the prompt (q ∝ counts);
     ``n_defined``: prompts that count; ``shown_posterior_mass``: their mean posterior mass on
     the shown hypotheses (what attention can express); ``head_quantiles``: the 10/50/90 %
-    quantiles over heads of their consistency (the distribution of per-head deviations)."""
+    quantiles over heads of their consistency (the distribution of per-head deviations).
+
+    The selection-aware controls (:mod:`probes.selection_control`; the verdict is made by
+    them, :func:`analyses.verify.report.headline_verdict`): ``held_out`` is the cross-fitted
+    score (the head chosen on one half of the prompts, scored on the other, and vice versa;
+    mean over ``n_splits`` seeded splits, their range ``held_out_range``), ``held_out_twin``
+    the twin's heads cross-fitted on the same splits, ``held_out_gaps`` the smallest and
+    largest gap of a half's held-out score over uniform attention on that half, and
+    ``pick_agreement`` the share of halves whose chosen head is ``best_head``;
+    ``random_heads`` and ``shuffled_heads`` the maxima over as many random and re-dealt heads
+    as were read, at level ``alpha``. ``best_head_mass``: the best head's mean share of its
+    attention row on the hypothesis tokens over the defined prompts (un-renormalised);
+    ``uniform_mass``: that share under attention spread evenly over the prompt."""
 
     consistency: float
     best_head: str
@@ -62,6 +94,17 @@ class AttentionConsistency:
     layer_best: list[float] = field(default_factory=list)
     head_quantiles: list[float] = field(default_factory=list)
     reason: str = ""
+    best_head_mass: float = float("nan")
+    uniform_mass: float = float("nan")
+    held_out: float = float("nan")
+    held_out_range: list[float] = field(default_factory=list)
+    held_out_twin: float = float("nan")
+    held_out_gaps: list[float] = field(default_factory=list)
+    n_splits: int = 0
+    pick_agreement: float = float("nan")
+    random_heads: MaxControl | None = None
+    shuffled_heads: MaxControl | None = None
+    alpha: float = 0.05
 
 
 @dataclass

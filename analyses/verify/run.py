@@ -15,8 +15,21 @@ by k) -- each with the exact posterior over its K hypothesis tokens
   shown, some posterior on them); the headline is the best head's, with the best head per
   layer and the quantiles over heads (the distribution of deviations), and the quantiles of
   each head's per-prompt TV. NaN with the reason where no prompt is defined (bijection: every
-  shown value has posterior 0). Controls: the random-init twin's best head (the same
-  selection over as many heads) and attention spread evenly over the prompt.
+  shown value has posterior 0). Beside each head's score, its attention *share* on the
+  hypothesis tokens (the un-renormalised mass the score is computed from: a head can match the
+  posterior in proportion while reading almost nothing there).
+* **selection-aware controls** of the headline (:mod:`probes.selection_control`; they make its
+  verdict, :func:`analyses.verify.report.headline_verdict`): the best of H heads is a maximum,
+  and a maximum of H unrelated heads beats their mean. (a) Cross-fitted selection: over
+  ``--n-splits`` seeded two-half splits of the prompts that count (balanced within groups), the
+  head chosen on one half is scored on the other and vice versa; the held-out score must beat
+  uniform attention and the twin's heads cross-fitted on the same splits. (b) The best of as
+  many random heads on the same prompts, ``--n-random`` draws each: random Dirichlet heads
+  (flat over the hypothesis occurrences, centred on uniform attention) and the model's own heads
+  with their weights re-dealt among each prompt's hypothesis occurrences (each head's
+  concentration kept); the observed best must lie above both at ``--alpha``. The in-sample
+  controls stay beside them: the random-init twin's best head and attention spread evenly over
+  the prompt.
 * **output calibration** (beside it): next-token probabilities renormalised over the K
   hypothesis tokens (only the logits a task model was trained on), against the posterior:
   TV, KL(p_Bayes ‖ p_model) in bits, and 1 − mean TV; per group, the mean and quantiles of TV.
@@ -35,7 +48,7 @@ position or k alone tells).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -55,6 +68,14 @@ from ...probes.posterior_consistency import (
     undefined_reason,
     uniform_attention_tv,
 )
+from ...probes.selection_control import (
+    cross_fit,
+    head_scores,
+    max_null,
+    occurrence_weights,
+    random_heads_max,
+    shuffled_heads_max,
+)
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
@@ -63,7 +84,7 @@ from ..kit.out_dirs import claim
 from ..kit.writer import write_run
 from ..prompts.sula import model_posterior_prompts
 from .config import SULA_ONLY, ConsistencyConfig  # noqa: F401 (re-exported)
-from .result import AttentionConsistency, ConsistencyResult, HeadTracking, OutputScore
+from .result import AttentionConsistency, ConsistencyResult, HeadTracking, MaxControl, OutputScore
 
 
 def prompts_for(m: interp.InterpModel, cfg: ConsistencyConfig) -> PosteriorPrompts:
@@ -99,29 +120,39 @@ def _q(x: np.ndarray) -> list[float]:
     return np.quantile(x, [0.1, 0.5, 0.9]).tolist() if x.size else [np.nan] * 3
 
 
-def _score(tv: np.ndarray) -> np.ndarray:
-    """1 − mean TV over the defined prompts, per head: ``tv`` [N, H] -> [H] (NaN: none)."""
-    ok = np.isfinite(tv)
-    with np.errstate(invalid="ignore"):
-        return 1.0 - np.where(ok, tv, 0.0).sum(0) / np.where(ok.any(0), ok.sum(0), np.nan)
+@dataclass
+class HeadReadings:
+    """What the selection-aware controls read, every head in row order (layer-major):
+    ``tv`` and ``tv_twin`` [N, L·H] the per-prompt attention TV of the model's and the twin's
+    heads; ``weights`` [N, L·H, O] each head's attention on each hypothesis occurrence and
+    ``hyp`` [N, O] the hypothesis there (:func:`probes.selection_control.occurrence_weights`)."""
+
+    tv: np.ndarray
+    tv_twin: np.ndarray
+    weights: np.ndarray
+    hyp: np.ndarray
 
 
 def head_tracking(pats: list[np.ndarray], pats_twin: list[np.ndarray], tok: np.ndarray,
                   pp: PosteriorPrompts, layers: list[int], cfg: ConsistencyConfig,
-                  ) -> tuple[list[HeadTracking], np.ndarray]:
-    """(one row per head, the per-prompt attention TV of every head [N, L·H] in row order)."""
+                  ) -> tuple[list[HeadTracking], HeadReadings]:
+    """(one row per head, what the selection-aware controls read: :class:`HeadReadings`)."""
     rng = np.random.default_rng(cfg.seed)
     nulls = [permuted_within_groups(pp.bayes, pp.group, rng) for _ in range(cfg.n_null)]
-    rows, tvs = [], []
+    rows, tvs, tvs0, ws = [], [], [], []
+    hyp = np.zeros((len(tok), 1), dtype=np.int64)
     for L, a, a0 in tqdm(list(zip(layers, pats, pats_twin, strict=True)), desc="heads",
                          disable=not cfg.progress):
         mass, count = hypothesis_mass(a, tok, pp.hyp_ids)
         mass0 = hypothesis_mass(a0, tok, pp.hyp_ids)[0]
+        ok = defined_prompts(count, pp.bayes)
         tv = attention_posterior_tv(mass, count, pp.bayes)  # [N, H]
-        c, c0 = _score(tv), _score(attention_posterior_tv(mass0, count, pp.bayes))
+        tv0 = attention_posterior_tv(mass0, count, pp.bayes)
+        c, c0 = head_scores(tv), head_scores(tv0)
         r = tracking_correlation(mass, count, pp.bayes)
         r0 = tracking_correlation(mass0, count, pp.bayes)
         null = np.stack([tracking_correlation(mass, count, b) for b in nulls])  # [n_null, H]
+        share = mass.sum(-1)  # [N, H]: the un-renormalised share on hypothesis tokens
         for h in range(mass.shape[1]):
             p = null_test(float(r[h]), null[:, h]).p if np.isfinite(r[h]) else 1.0
             q = _q(tv[:, h])
@@ -129,14 +160,19 @@ def head_tracking(pats: list[np.ndarray], pats_twin: list[np.ndarray], tok: np.n
                                      tv_p50=q[1], tv_p90=q[2],
                                      consistency_random_init=float(c0[h]), r=float(r[h]),
                                      p=p, p_holm=1.0, r_random_init=float(r0[h]),
-                                     mean_mass=float(mass[:, h].sum(-1).mean()),
-                                     carries=False))
+                                     mean_mass=float(share[:, h].mean()), carries=False,
+                                     mass_defined=float(share[ok, h].mean()) if ok.any()
+                                     else float("nan")))
+        w, hyp = occurrence_weights(a, tok, pp.hyp_ids)
         tvs.append(tv)
+        tvs0.append(tv0)
+        ws.append(w)
     adj = holm(np.array([x.p for x in rows]))
     for x, q in zip(rows, adj, strict=True):
         x.p_holm = float(q)
         x.carries = bool(q < cfg.alpha and np.isfinite(x.r) and abs(x.r) >= cfg.min_r)
-    return rows, np.concatenate(tvs, axis=1)
+    return rows, HeadReadings(np.concatenate(tvs, axis=1), np.concatenate(tvs0, axis=1),
+                              np.concatenate(ws, axis=1), hyp)
 
 
 def _best(values: list[float]) -> float:
@@ -144,15 +180,60 @@ def _best(values: list[float]) -> float:
     return float(np.nanmax(v)) if np.isfinite(v).any() else float("nan")
 
 
-def attention_summary(heads: list[HeadTracking], pp: PosteriorPrompts, tok: np.ndarray,
-                      layers: list[int]) -> tuple[AttentionConsistency, int | None]:
-    """(the headline over ``heads``, the index of the best head in ``heads`` or None)."""
+def _range(x: np.ndarray) -> list[float]:
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    return [float(x.min()), float(x.max())] if x.size else []
+
+
+def selection_controls(heads: list[HeadTracking], rd: HeadReadings, pp: PosteriorPrompts,
+                       count: np.ndarray, best: int, cfg: ConsistencyConfig) -> dict:
+    """The selection-aware controls of the best head ``best`` (:mod:`probes.selection_control`):
+    cross-fitted selection on the model's and the twin's heads (the same seeded splits,
+    balanced within groups), and the best of as many random Dirichlet heads and of the model's
+    heads re-dealt, as fields of :class:`AttentionConsistency`."""
+    observed = heads[best].consistency
+    n_heads = rd.tv.shape[1]
+    cf = cross_fit(rd.tv, pp.group, cfg.n_splits, cfg.seed)
+    cf0 = cross_fit(rd.tv_twin, pp.group, cfg.n_splits, cfg.seed)
+    uni = uniform_attention_tv(count, pp.bayes)
+    picks = cf.picks[cf.picks >= 0]
+    nulls = []
+    for name, maxima in (
+            ("random Dirichlet heads", random_heads_max(count, pp.bayes, n_heads, cfg.n_random,
+                                                        cfg.seed)),
+            ("re-dealt heads", shuffled_heads_max(rd.weights, rd.hyp, count,
+                                                              pp.bayes, cfg.n_random,
+                                                              cfg.seed + 1))):
+        mn = max_null(name, maxima, observed, n_heads, cfg.alpha)
+        nulls.append(MaxControl(null=name, n_heads=n_heads, n_draws=mn.n_draws, mean=mn.mean,
+                                sd=mn.sd, quantile=mn.quantile, p=mn.p))
+    held, held0 = cf.held_out, cf0.held_out
+    return {"held_out": float(np.nanmean(held)) if np.isfinite(held).any() else float("nan"),
+            "held_out_range": _range(held),
+            "held_out_twin": float(np.nanmean(held0)) if np.isfinite(held0).any()
+            else float("nan"),
+            "held_out_gaps": _range(cf.fold_gaps(uni)), "n_splits": cfg.n_splits,
+            "pick_agreement": float((picks == best).mean()) if picks.size else float("nan"),
+            "random_heads": nulls[0], "shuffled_heads": nulls[1], "alpha": cfg.alpha}
+
+
+def attention_summary(heads: list[HeadTracking], rd: HeadReadings, pp: PosteriorPrompts,
+                      tok: np.ndarray, layers: list[int], cfg: ConsistencyConfig,
+                      ) -> tuple[AttentionConsistency, int | None]:
+    """(the headline over ``heads`` with its selection-aware controls, the index of the best
+    head in ``heads`` or None)."""
     count = (tok[:, :, None] == np.asarray(pp.hyp_ids)[:, None, :]).sum(1)
     ok = defined_prompts(count, pp.bayes)
     shown = ((pp.bayes * (count > 0)).sum(1))[ok]
     c = np.array([h.consistency for h in heads])
     best = int(np.nanargmax(c)) if np.isfinite(c).any() else None
     uni = uniform_attention_tv(count, pp.bayes)
+    length = (tok >= 0).sum(1)
+    extra = {} if best is None else {
+        **selection_controls(heads, rd, pp, count, best, cfg),
+        "best_head_mass": heads[best].mass_defined,
+        "uniform_mass": float((count.sum(1) / np.maximum(length, 1))[ok].mean())}
     return AttentionConsistency(
         consistency=float(c[best]) if best is not None else float("nan"),
         best_head="" if best is None else f"L{heads[best].layer}.H{heads[best].head}",
@@ -162,7 +243,7 @@ def attention_summary(heads: list[HeadTracking], pp: PosteriorPrompts, tok: np.n
         shown_posterior_mass=float(shown.mean()) if ok.any() else float("nan"),
         layers=list(layers),
         layer_best=[_best([h.consistency for h in heads if h.layer == L]) for L in layers],
-        head_quantiles=_q(c), reason=undefined_reason(count, pp.bayes)), best
+        head_quantiles=_q(c), reason=undefined_reason(count, pp.bayes), **extra), best
 
 
 def group_mean_baseline(pp: PosteriorPrompts) -> np.ndarray:
@@ -198,8 +279,9 @@ def run_consistency(cfg: ConsistencyConfig,
         # a model this run opened is done with: free it before its twin is built
         twin = interp.random_init_twin(m, seed=tseed, release_model=model is None)
         p_twin, pats_twin, _ = read_model(twin, pp, layers, cfg)
-        heads, attn_tv = head_tracking(pats, pats_twin, tok, pp, layers, cfg)
-        attention, best = attention_summary(heads, pp, tok, layers)
+        heads, readings = head_tracking(pats, pats_twin, tok, pp, layers, cfg)
+        attention, best = attention_summary(heads, readings, pp, tok, layers, cfg)
+        attn_tv = readings.tv
         count = (tok[:, :, None] == np.asarray(pp.hyp_ids)[:, None, :]).sum(1)
         tv, kl = output_deviation(pp.bayes, p_model)
         per_prompt = pp.table().assign(

@@ -13,7 +13,12 @@ import torch
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.kit.models import open_model
 from bayesgeom.analyses.verify.report import findings, format_summary
-from bayesgeom.analyses.verify.result import ConsistencyResult, OutputScore
+from bayesgeom.analyses.verify.result import (
+    AttentionConsistency,
+    ConsistencyResult,
+    HeadTracking,
+    OutputScore,
+)
 from bayesgeom.analyses.verify.run import (
     ConsistencyConfig,
     attention_summary,
@@ -107,10 +112,10 @@ def test_the_headline_is_the_best_head_against_its_controls():
     twin = [np.stack([uniform, uniform], 1), uniform[:, None]]
     pp = PosteriorPrompts("toy", tok.tolist(), np.eye(k)[answer], np.arange(n) % 4,
                           hyp_ids=np.broadcast_to(np.arange(k), (n, k)).copy())
-    cfg = ConsistencyConfig(n_null=20, progress=False)
-    heads, tv = head_tracking(pats, twin, tok, pp, [0, 1], cfg)
-    a, best = attention_summary(heads, pp, tok, [0, 1])
-    assert tv.shape == (n, 3) and best == 0 and a.best_head == "L0.H0"
+    cfg = ConsistencyConfig(n_null=20, n_random=100, n_splits=5, progress=False)
+    heads, rd = head_tracking(pats, twin, tok, pp, [0, 1], cfg)
+    a, best = attention_summary(heads, rd, pp, tok, [0, 1], cfg)
+    assert rd.tv.shape == (n, 3) and best == 0 and a.best_head == "L0.H0"
     assert a.consistency == pytest.approx(1.0) and heads[0].tv_p90 == pytest.approx(0.0)
     assert heads[1].consistency == pytest.approx(0.25)  # uniform over 4 shown: TV = 3/4
     assert a.uniform == pytest.approx(0.25) and a.random_init == pytest.approx(0.25)
@@ -124,4 +129,151 @@ def test_the_headline_is_the_best_head_against_its_controls():
                             heads=heads, carriers=[])
     headline = findings(res)[0]
     assert headline.survives is True and headline.value == pytest.approx(1.0)
-    assert "L0.H0" in headline.claim and "best head 0.25" in headline.control
+    assert "L0.H0" in headline.claim and "best head (in-sample) 0.25" in headline.control
+    # ... and every selection-aware control: the exact head is chosen on every half
+    assert a.held_out == pytest.approx(1.0) and a.pick_agreement == 1.0
+    assert a.held_out_twin == pytest.approx(0.25)
+    assert a.random_heads.p == a.shuffled_heads.p == pytest.approx(1 / 101)
+    # all its attention lies on the answer's token, which holds 1 of 8 positions
+    assert a.best_head_mass == pytest.approx(1.0) and a.uniform_mass == pytest.approx(0.5)
+    assert "puts 100 % of its attention on the hypothesis tokens" in headline.evidence
+
+
+def _sula_like(n=150, t=16, seed=0, alpha=0.9):
+    """Prompts showing k ∈ {0..8} labels (tokens 0 / 1 among filler 9), grouped by k, with
+    SULA's posterior over the two labels."""
+    rng = np.random.default_rng(seed)
+    tok = np.full((n, t), 9)
+    bayes = np.empty((n, 2))
+    group = rng.integers(0, 9, size=n)
+    for i, k in enumerate(group):
+        lab = rng.integers(0, 2, size=k)
+        tok[i, rng.choice(t, size=k, replace=False)] = lab
+        a, b = int((lab == 0).sum()), int((lab == 1).sum())
+        log = np.array([a - b, b - a]) * np.log(alpha / (1 - alpha))
+        bayes[i] = np.exp(log) / np.exp(log).sum()
+    pp = PosteriorPrompts("toy-sula", tok.tolist(), bayes, group, group_name="k",
+                          hyp_ids=np.broadcast_to(np.arange(2), (n, 2)).copy())
+    return rng, tok, pp
+
+
+def _exact(tok: np.ndarray, bayes: np.ndarray, floor: float = 1e-3) -> np.ndarray:
+    """[N, T]: attention whose mass on each shown label is its posterior."""
+    pat = np.full(tok.shape, floor)
+    for i in range(len(tok)):
+        for k in range(bayes.shape[1]):
+            pos = np.flatnonzero(tok[i] == k)
+            if pos.size:
+                pat[i, pos] = bayes[i, k] / pos.size
+    return pat / pat.sum(1, keepdims=True)
+
+
+def _planted_run(exact: bool, seed: int = 0) -> tuple[ConsistencyResult, object]:
+    """verify's analysis on 4 layers × 10 heads of random Dirichlet attention (and a twin of
+    the same kind); with ``exact`` one head's attention is the exact posterior."""
+    rng, tok, pp = _sula_like(seed=seed)
+    n, t = tok.shape
+    pats = [rng.dirichlet(np.ones(t), size=(n, 10)) for _ in range(4)]
+    twin = [rng.dirichlet(np.ones(t), size=(n, 10)) for _ in range(4)]
+    if exact:
+        pats[2][:, 3] = _exact(tok, pp.bayes)
+    cfg = ConsistencyConfig(n_null=10, n_random=200, n_splits=10, seed=seed, progress=False)
+    heads, rd = head_tracking(pats, twin, tok, pp, [0, 1, 2, 3], cfg)
+    a, _ = attention_summary(heads, rd, pp, tok, [0, 1, 2, 3], cfg)
+    res = ConsistencyResult(model="toy", task="toy", group_name="k", n_prompts=n,
+                            n_hypotheses=2, attention=a,
+                            outputs=[OutputScore(s, 0.5, 0.5, 1.0) for s in
+                                     ("model", "random_init", "group_mean_baseline")],
+                            heads=heads, carriers=[])
+    return res, findings(res)[0]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_best_of_many_random_heads_headline_does_not_survive(seed):
+    res, headline = _planted_run(exact=False, seed=seed)
+    a = res.attention
+    # the old rule (above the twin's best head and uniform attention) can pass by selection;
+    # the selection-aware controls decide, and say so
+    assert headline.survives is False and headline.evidence.startswith("decided by: ")
+    assert a.held_out < a.consistency and a.held_out < a.uniform
+    assert a.random_heads.p >= a.alpha and a.random_heads.n_heads == 40
+    assert "cross-fitted held-out score vs uniform attention" in headline.evidence
+    text = format_summary(res)
+    assert "SELECTION-AWARE CONTROLS" in text and "verdict: does not survive" in text
+
+
+def test_a_head_whose_attention_is_the_exact_posterior_survives():
+    res, headline = _planted_run(exact=True)
+    a = res.attention
+    assert a.best_head == "L2.H3" and a.consistency > 0.99
+    assert headline.survives is True, headline.evidence
+    assert a.held_out == pytest.approx(a.consistency) and a.held_out > a.held_out_twin
+    assert a.random_heads.p == a.shuffled_heads.p == pytest.approx(1 / 201)
+    assert headline.evidence.startswith("every selection-aware control beaten; closest: ")
+
+
+def test_end_to_end_planted_heads_through_the_experiment(text_models, tmp_path, monkeypatch):
+    """The command on a text model (SULA), its attention patterns replaced after capture:
+    random Dirichlet heads do not survive; one head reading the exact posterior does, and the
+    report says which control decided."""
+    import bayesgeom.analyses.verify.run as vr
+
+    real = vr.read_model
+    calls: list[str] = []
+
+    def planted(exact: bool):
+        def read(m, pp, layers, cfg):
+            p, pats, tok = real(m, pp, layers, cfg)
+            calls.append(m.info.name)
+            if len(calls) % 2 == 0:  # the twin: its own attention
+                return p, pats, tok
+            rng = np.random.default_rng(0)
+            real_tok = tok >= 0
+            new = []
+            for a in pats:
+                g = rng.gamma(1.0, size=a.shape) * real_tok[:, None, :]
+                new.append(g / g.sum(-1, keepdims=True))
+            if exact:
+                ex = np.full(tok.shape, 1e-3) * real_tok
+                for i in range(len(tok)):
+                    for k, hid in enumerate(pp.hyp_ids[i]):
+                        pos = np.flatnonzero(tok[i] == hid)
+                        if pos.size:
+                            ex[i, pos] = pp.bayes[i, k] / pos.size
+                new[-1][:, 0] = ex / ex.sum(1, keepdims=True)
+            return p, new, tok
+        return read
+
+    verdicts = {}
+    for exact in (False, True):
+        monkeypatch.setattr(vr, "read_model", planted(exact))
+        out = tmp_path / f"v{int(exact)}"
+        cfg = ConsistencyConfig(model=str(text_models["llama"]), out=out, n_per_k=20,
+                                n_null=10, n_random=200, n_splits=10, progress=False)
+        res = run_consistency(cfg)
+        verdicts[exact] = findings(res)[0]
+        html = (out / "report.html").read_text()
+        assert "Selection-aware controls" in html and "re-dealt heads" in html
+        saved = json.loads((out / "summary.json").read_text())["attention"]
+        assert saved["random_heads"]["n_heads"] == len(res.heads)
+    assert verdicts[False].survives is False, verdicts[False].evidence
+    assert verdicts[True].survives is True, verdicts[True].evidence
+    assert verdicts[True].claim.endswith(": L1.H0")
+
+
+def test_a_task_whose_prompts_show_no_hypothesis_token_says_so_in_both_rows():
+    # HMM filtering: the hypotheses are hidden states, never tokens of the prompt
+    a = AttentionConsistency(consistency=float("nan"), best_head="", random_init=float("nan"),
+                             uniform=float("nan"), n_defined=0,
+                             shown_posterior_mass=float("nan"),
+                             reason="no prompt shows a hypothesis token, so attention cannot "
+                                    "land on one")
+    heads = [HeadTracking(0, 0, *[float("nan")] * 6, 1.0, 1.0, float("nan"), 0.0, False)]
+    res = ConsistencyResult(model="toy", task="hmm", group_name="q", n_prompts=4,
+                            n_hypotheses=5, attention=a,
+                            outputs=[OutputScore(s, 0.5, 0.5, 1.0) for s in
+                                     ("model", "random_init", "group_mean_baseline")],
+                            heads=heads, carriers=[])
+    attention, carriers, _ = findings(res)
+    assert attention.survives is None and carriers.survives is None
+    assert "no prompt shows a hypothesis token" in carriers.value_text()
