@@ -24,6 +24,7 @@ from plotly.subplots import make_subplots
 
 from ..kit.findings import VERDICTS, Finding, findings_text, sig
 from ..kit.html import COLORS, html_report
+from ..kit.learned import gate
 from .result import AttentionConsistency, ConsistencyResult
 
 #: the criterion of a claim the run has no test for
@@ -143,7 +144,7 @@ def findings(res: ConsistencyResult) -> list[Finding]:
     calibration."""
     out = {o.source: o for o in res.outputs}
     m, tw, g = out["model"], out["random_init"], out["group_mean_baseline"]
-    return [_attention_finding(res), _carrier_finding(res), Finding(
+    return gate([_attention_finding(res), _carrier_finding(res), Finding(
         "the output is calibrated to the exact posterior (1 − mean TV of the next token "
         "renormalised over the K hypotheses; beside the headline)", m.calibration,
         control=f"random-init twin {sig(tw.calibration)}; group-mean baseline "
@@ -152,7 +153,7 @@ def findings(res: ConsistencyResult) -> list[Finding]:
         evidence=f"gap {m.calibration - tw.calibration:+.3g} over the twin, "
                  f"{m.calibration - g.calibration:+.3g} over the baseline; KL "
                  f"{sig(m.mean_kl_bits)} bits (twin {sig(tw.mean_kl_bits)}, baseline "
-                 f"{sig(g.mean_kl_bits)}); {RULE}")]
+                 f"{sig(g.mean_kl_bits)}); {RULE}")], res.learned)
 
 
 def heads_figure(heads: pd.DataFrame) -> go.Figure:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...windtunnel.learned import LearnedCheck
+
 
 @dataclass
 class OutputScore:
@@ -124,6 +126,8 @@ class ConsistencyResult:
     carriers: list[str]
     twin_seed: int | None = None
     wall_s: float = 0.0
+    #: a wind tunnel's learned check (None for other models): the verdicts stand behind it
+    learned: LearnedCheck | None = None
 
     @property
     def consistency(self) -> float:

@@ -79,6 +79,7 @@ from ...probes.selection_control import (
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
+from ..kit.learned import learned_of
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -274,6 +275,7 @@ def run_consistency(cfg: ConsistencyConfig,
     layers = interp.resolve_layers(cfg.layers, m.n_layers)
     pp = prompts_for(m, cfg)
     with claim(cfg, m) as rd:
+        learned = learned_of(m, progress=cfg.progress)  # a tunnel's verdicts stand behind it
         p_model, pats, tok = read_model(m, pp, layers, cfg)
         tseed = twin_seed(cfg.model, cfg.twin_seed, cfg.seed)
         # a model this run opened is done with: free it before its twin is built
@@ -297,7 +299,7 @@ def run_consistency(cfg: ConsistencyConfig,
             outputs=[score("model", pp.bayes, p_model), score("random_init", pp.bayes, p_twin),
                      score("group_mean_baseline", pp.bayes, group_mean_baseline(pp))],
             heads=heads, carriers=[f"L{h.layer}.H{h.head}" for h in heads if h.carries],
-            twin_seed=tseed, wall_s=round(time.perf_counter() - t0, 2))
+            twin_seed=tseed, wall_s=round(time.perf_counter() - t0, 2), learned=learned)
         _write(cfg, m, res, groups.reset_index())
         rd.finish()
     return res

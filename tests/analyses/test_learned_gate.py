@@ -94,3 +94,15 @@ def test_a_checkpoint_is_evaluated_now(fifty_step_hmm):
     ckpt = next((fifty_step_hmm / "checkpoints").glob("step-*"))
     check = learned_of(open_model(ckpt))
     assert check is not None and check.source == "evaluated now" and check.n_sequences == 500
+
+
+def test_verify_withholds_its_verdicts_on_an_unlearned_tunnel(fifty_step_hmm, tmp_path):
+    from bayesgeom.analyses.verify.report import findings as verify_findings
+    from bayesgeom.analyses.verify.run import ConsistencyConfig, run_consistency
+
+    res = run_consistency(ConsistencyConfig(model=str(fifty_step_hmm), out=tmp_path / "v",
+                                            n_prompts=24, n_null=10, n_random=50, n_splits=4,
+                                            progress=False))
+    rows = verify_findings(res)
+    assert res.learned is not None and not res.learned.learned
+    assert rows[0].survives is False and all(r.survives is None for r in rows[1:])
