@@ -42,7 +42,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.stats import norm
 
 from .arrays import as_vector
 
@@ -215,6 +214,8 @@ def bca_levels(estimate: float, replicates: object, a: float = 0.0, level: float
         >>> bca_levels(0.5, np.linspace(0, 1, 1001))[0]
         (0.025, 0.975)
     """
+    from scipy.stats import norm  # here, not at the top: make_rng's importers stay light
+
     _check_level(level)
     r = np.asarray(replicates, dtype=np.float64).ravel()
     p0 = float(((r < estimate).sum() + 0.5 * (r == estimate).sum()) / r.size)

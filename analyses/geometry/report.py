@@ -247,15 +247,18 @@ def write_report(path: Path, result: GeometryResult, prompts: pd.DataFrame,
 
 
 def _intervals(result: GeometryResult) -> list[tuple[str, Interval]]:
-    """(name, interval) of every interval the headline tables print: per prompt set (and its
-    twin's) PC1, PC1+PC2, ρ(PC1, entropy) and focusing."""
-    sets = [(n, s) for n, s in result.prompt_sets.items()]
+    """(name, interval) of every interval the headline tables and verdicts print: per prompt
+    set (and its twin's) PC1, PC1+PC2, ρ(PC1, entropy), ρ(PC1, Bayes entropy) where measured,
+    and focusing."""
+    sets = list(result.prompt_sets.items())
     if result.random_init is not None:
         sets += [(f"{n} @ init", s) for n, s in result.random_init.prompt_sets.items()]
-    out = []
+    out: list[tuple[str, Interval]] = []
     for n, s in sets:
         out += [(f"{n} PC1", s.pc1), (f"{n} PC1+PC2", s.pc1_pc2),
                 (f"{n} ρ(PC1, H)", s.rho_pc1_entropy)]
+        if s.rho_pc1_bayes_entropy is not None:
+            out.append((f"{n} ρ(PC1, H_Bayes)", s.rho_pc1_bayes_entropy))
         if s.attention_focusing is not None:
             out.append((f"{n} focusing", s.attention_focusing))
     return out
