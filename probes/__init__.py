@@ -30,7 +30,14 @@ if TYPE_CHECKING:
         focusing_fraction,
         head_entropies,
     )
-    from .bootstrap import Interval, mean_interval, percentile_interval, resample_indices
+    from .bootstrap import (
+        Interval,
+        bca_interval,
+        jackknife_indices,
+        mean_interval,
+        percentile_interval,
+        resample_indices,
+    )
     from .cka import linear_cka
     from .correlation import CorrelationResult, correlation_with_ci, spearman
     from .dimensionality import dimension_at_variance, participation_ratio
@@ -102,6 +109,7 @@ __all__ = [
     "ValueManifoldSummary",
     "attention_entropy_bits",
     "attention_entropy_profile",
+    "bca_interval",
     "bootstrap_variance_ratios",
     "calibration",
     "calibration_by_group",
@@ -122,6 +130,7 @@ __all__ = [
     "head_entropies",
     "head_key_orthogonality",
     "holm",
+    "jackknife_indices",
     "kl_bits",
     "kl_bits_from_logprobs",
     "layer_key_orthogonality",

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..infotheory import entropy_bits_from_probs
-from .bootstrap import Interval, percentile_interval, resample_indices
+from .bootstrap import Interval, bca_interval, resample_indices
 
 
 def attention_entropy_bits(attn: object) -> np.ndarray:
@@ -46,8 +46,9 @@ def focusing_fraction(layer_entropy: object) -> float:
 @dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
 class AttentionEntropyProfile:
     """Per-layer attention entropy (bits). ``layer_entropy``/``layer_low``/``layer_high`` [L]
-    (mean over prompts of the head-mean entropy, percentile CI over prompts); ``head_entropy``
-    [L, H] (mean over prompts); ``focusing`` a fraction with its CI from the same resamples."""
+    (mean over prompts of the head-mean entropy, BCa CI over prompts; ``layer_intervals`` the
+    same, each an :class:`Interval` with its method and flag); ``head_entropy`` [L, H] (mean over
+    prompts); ``focusing`` a fraction with its BCa CI from the same resamples."""
 
     n_prompts: int
     level: float
@@ -56,6 +57,7 @@ class AttentionEntropyProfile:
     layer_high: np.ndarray
     head_entropy: np.ndarray
     focusing: Interval
+    layer_intervals: tuple[Interval, ...] = ()
 
     def to_records(self) -> list[dict[str, Any]]:
         return [
@@ -75,22 +77,29 @@ def attention_entropy_profile(
     level: float = 0.95,
     seed: int | np.random.Generator | None = 0,
 ) -> AttentionEntropyProfile:
-    """Summarise entropies [n_prompts, n_layers, n_heads] (bits) with a bootstrap over prompts."""
+    """Summarise entropies [n_prompts, n_layers, n_heads] (bits) with a bootstrap over prompts
+    (BCa intervals; the jackknife of a mean over prompts is (Σ − rowᵢ)/(n − 1))."""
     e = np.asarray(head_entropy, dtype=np.float64)
     if e.ndim != 3 or e.shape[1] < 2:
         raise ValueError(f"need [n_prompts, n_layers >= 2, n_heads], got {e.shape}")
     per_prompt = e.mean(axis=2)  # [n, L]: head average first
     layer = per_prompt.mean(axis=0)
-    reps = per_prompt[resample_indices(e.shape[0], n_resamples, seed)].mean(axis=1)  # [B, L]
-    lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    n = e.shape[0]
+    reps = per_prompt[resample_indices(n, n_resamples, seed)].mean(axis=1)  # [B, L]
+    jack = (per_prompt.sum(axis=0) - per_prompt) / (n - 1) if n > 1 else None  # [n, L]
+    layers = tuple(bca_interval(float(layer[i]), reps[:, i],
+                                None if jack is None else jack[:, i], level)
+                   for i in range(layer.size))
     with np.errstate(invalid="ignore", divide="ignore"):
         foc_reps = (reps[:, 0] - reps[:, -1]) / reps[:, 0]
+        foc_jack = None if jack is None else (jack[:, 0] - jack[:, -1]) / jack[:, 0]
     return AttentionEntropyProfile(
-        n_prompts=e.shape[0],
+        n_prompts=n,
         level=level,
         layer_entropy=layer,
-        layer_low=lo,
-        layer_high=hi,
+        layer_low=np.array([iv.low for iv in layers]),
+        layer_high=np.array([iv.high for iv in layers]),
         head_entropy=e.mean(axis=0),
-        focusing=percentile_interval(focusing_fraction(layer), foc_reps, level),
+        focusing=bca_interval(focusing_fraction(layer), foc_reps, foc_jack, level),
+        layer_intervals=layers,
     )

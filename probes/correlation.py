@@ -1,5 +1,6 @@
-"""Spearman correlation, and Pearson and Spearman of a component with a target with bootstrap
-CIs. Pearson itself (NaN-safe) lives in :mod:`infotheory`.
+"""Spearman correlation, and Pearson and Spearman of a component with a target with BCa bootstrap
+CIs (:func:`probes.bootstrap.bca_interval`, the jackknife over pairs giving the acceleration).
+Pearson itself (NaN-safe) lives in :mod:`infotheory`.
 
 All functions work along the last axis, so a stack of bootstrap replicates [B, n] is handled in
 one call. Spearman is Pearson on average-tie ranks (ties matter: bootstrap resamples repeat
@@ -16,7 +17,7 @@ from scipy.stats import rankdata
 
 from ..infotheory import pearson
 from .arrays import as_vector
-from .bootstrap import Interval, percentile_interval, resample_indices
+from .bootstrap import Interval, bca_interval, jackknife_indices, resample_indices
 
 
 def average_ranks(a: object) -> np.ndarray:
@@ -61,8 +62,10 @@ def correlation_with_ci(
         raise ValueError(f"need at least 3 samples, got {c.size}")
     idx = resample_indices(c.size, n_resamples, seed)
     cb, tb = c[idx], t[idx]
+    jk = jackknife_indices(c.size)
+    cj, tj = c[jk], t[jk]
     return CorrelationResult(
         n=c.size,
-        spearman=percentile_interval(float(spearman(c, t)), spearman(cb, tb), level),
-        pearson=percentile_interval(float(pearson(c, t)), pearson(cb, tb), level),
+        spearman=bca_interval(float(spearman(c, t)), spearman(cb, tb), spearman(cj, tj), level),
+        pearson=bca_interval(float(pearson(c, t)), pearson(cb, tb), pearson(cj, tj), level),
     )

@@ -22,8 +22,13 @@ when y(ℓ_min) is already at the floor (y(ℓ_min) ≤ c) there is nothing to d
 (correct 1/0 for accuracy) are resampled with replacement, independently per length (seeded);
 each replicate's means go through the same rule and fit; a replicate without a crossing counts
 as ℓ_c = +∞, one whose fit fails or that is at the floor already is left out (counted). The
-interval is the (1 ∓ level)/2 quantiles of the replicates (``inverted_cdf``, so
-+∞ never meets interpolation); an end at +∞ is reported as None: "beyond the measured range".
+interval is the bias-corrected percentile interval (:func:`probes.bootstrap.bca_levels` with no
+acceleration: a jackknife would refit the curve once per sequence, not practical here): the
+replicates' quantiles at the levels z₀ corrects (``inverted_cdf``, so +∞ never meets
+interpolation; the plain (1 ∓ level)/2 levels when every replicate lies on one side of the
+estimate or the data do not cross). An end at +∞ is reported as None: "beyond the measured
+range". An interval that still excludes its estimate says so
+(:data:`probes.bootstrap.EXCLUDES_NOTE`).
 
 Example:
     >>> import numpy as np
@@ -46,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import OptimizeWarning, curve_fit
 
-from .bootstrap import make_rng
+from .bootstrap import BC, EXCLUDES_NOTE, PERCENTILE, bca_levels, make_rng
 
 CROSSED, NOT_CROSSED, AT_FLOOR = "crossed", "not_crossed", "at_floor"
 _B_BOUNDS = (0.05, 50.0)
@@ -140,7 +145,8 @@ class CriticalLength:
     not ("> lower_bound"), else None; ``low``/``high``: the interval ends at ``level`` (None:
     beyond the measured range, i.e. a replicate quantile without a crossing; both None also
     when the data are at the floor); ``n_boot`` replicates, ``n_not_crossed`` of them without a
-    crossing, ``n_failed`` left out (the fit failed, or at the floor already)."""
+    crossing, ``n_failed`` left out (the fit failed, or at the floor already); ``method``
+    "bc" (bias-corrected percentile) or "percentile" (module doc)."""
 
     fit: DecayFit
     estimate: float | None
@@ -151,6 +157,16 @@ class CriticalLength:
     n_boot: int
     n_not_crossed: int
     n_failed: int
+    method: str = BC
+
+    @property
+    def excludes_estimate(self) -> bool:
+        """True when the data cross and the interval (an end None: +∞) leaves ℓ_c out."""
+        if self.estimate is None:
+            return False
+        lo = math.inf if self.low is None else self.low
+        hi = math.inf if self.high is None else self.high
+        return not lo <= self.estimate <= hi
 
     def describe(self) -> str:
         """One phrase: 'ℓ_c = 150 [120, 190] tokens' or 'ℓ_c > 800 tokens'."""
@@ -164,8 +180,9 @@ class CriticalLength:
         if self.estimate is None:
             return (f"critical length > {self.lower_bound:.0f} tokens (no crossing measured; "
                     f"{self.level:.0%} interval [{end(self.low)}, {end(self.high)}])")
+        flag = f"; {EXCLUDES_NOTE}" if self.excludes_estimate else ""
         return (f"critical length {self.estimate:.0f} tokens ({self.level:.0%} interval "
-                f"[{end(self.low)}, {end(self.high)}])")
+                f"[{end(self.low)}, {end(self.high)}]{flag})")
 
 
 def bootstrap_critical_length(lengths: Sequence[float], outcomes: Sequence[object],
@@ -173,8 +190,9 @@ def bootstrap_critical_length(lengths: Sequence[float], outcomes: Sequence[objec
                               seed: int | np.random.Generator | None = 0,
                               ceiling: float | None = None) -> CriticalLength:
     """ℓ_c of the means of ``outcomes`` (one 1-D array per length: per-sequence values, e.g.
-    correct 1/0, at ``lengths`` tokens) with a percentile interval over ``n_boot`` replicates
-    resampled within each length (module doc); ``ceiling`` as in :func:`fit_decay`.
+    correct 1/0, at ``lengths`` tokens) with a bias-corrected percentile interval over
+    ``n_boot`` replicates resampled within each length (module doc); ``ceiling`` as in
+    :func:`fit_decay`.
 
     Example:
         >>> import numpy as np
@@ -207,11 +225,16 @@ def bootstrap_critical_length(lengths: Sequence[float], outcomes: Sequence[objec
     r = np.asarray(reps)
     n_inf = int(np.isinf(r).sum())
     low = high = None
-    if fit.status != AT_FLOOR and r.size:
-        q = np.quantile(r, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
-        low, high = (float(v) if math.isfinite(v) else None for v in q)
     crossed = fit.crossed and math.isfinite(fit.critical_length)
+    method = BC
+    if fit.status != AT_FLOOR and r.size:
+        # no crossing in the data: no estimate to correct towards, the plain levels
+        levels, z0 = bca_levels(fit.critical_length if crossed else math.nan, r, 0.0, level)
+        method = BC if math.isfinite(z0) else PERCENTILE
+        q = np.quantile(r, levels, method="inverted_cdf")
+        low, high = (float(v) if math.isfinite(v) else None for v in q)
     return CriticalLength(
         fit=fit, estimate=fit.critical_length if crossed else None,
         lower_bound=fit.max_length if fit.status == NOT_CROSSED else None,
-        low=low, high=high, level=level, n_boot=n_boot, n_not_crossed=n_inf, n_failed=failed)
+        low=low, high=high, level=level, n_boot=n_boot, n_not_crossed=n_inf, n_failed=failed,
+        method=method)

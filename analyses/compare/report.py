@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ...probes.bootstrap import excludes
 from ..geometry.findings import PAPER3, key_row, rho_row
 from ..geometry.probes import catalogue
 from ..kit.findings import Finding, findings_text
@@ -25,8 +26,9 @@ from .result import CompareResult
 #: what to look for in :func:`bars_figure`
 BARS_CAPTION = ("Look for: each solid bar against the lighter hatched bar of the same colour "
                 "beside it, the same analysis on that model's random-init twin; whiskers are "
-                "95 % intervals where the run has them. Key orthogonality is a mean |cos|: "
-                "lower is more orthogonal.")
+                "95 % intervals where the run has them (none where the interval excludes its "
+                "estimate: not evidence). Key orthogonality is a mean |cos|: lower is more "
+                "orthogonal.")
 #: what to look for in :func:`curves_figure`
 CURVES_CAPTION = ("Look for: each solid line against the dotted line of the same colour (its "
                   "random-init twin); depth is layer / last layer, so models of different "
@@ -125,8 +127,8 @@ def curves_figure(c: pd.DataFrame) -> go.Figure:
 
 def bars_figure(table: pd.DataFrame) -> go.Figure:
     """Final-layer PC1, PC1+PC2, |ρ|, probe R², focusing and key orthogonality per model, with
-    95 % CIs where the geometry run has them; hatched beside each, the same numbers of the
-    random-initialisation twin."""
+    95 % CIs where the geometry run has them (no whisker for an interval that excludes its
+    estimate); hatched beside each, the same numbers of the random-initialisation twin."""
     metrics = ["pc1", "pc1_pc2", "abs_rho_pc1_entropy", "probe_r2", "attention_focusing",
                "key_orthogonality"]
     fig = go.Figure()
@@ -138,8 +140,10 @@ def bars_figure(table: pd.DataFrame) -> go.Figure:
             part = sel.set_index("metric").reindex([m + suffix for m in metrics])
             if part["value"].isna().all():
                 continue
-            err_hi = (part["high"] - part["value"]).fillna(0)
-            err_lo = (part["value"] - part["low"]).fillna(0)
+            ok = [not excludes(v, lo, hi) for v, lo, hi in
+                  zip(part["value"], part["low"], part["high"], strict=True)]
+            err_hi = (part["high"] - part["value"]).where(ok).fillna(0)
+            err_lo = (part["value"] - part["low"]).where(ok).fillna(0)
             fig.add_bar(x=[HEADLINE_NAMES[m] for m in metrics], y=part["value"],
                         name=f"{label} · {pset}" + (" · random init" if suffix else ""),
                         marker={"color": COLORS[j % len(COLORS)], "pattern_shape": hatch},

@@ -5,7 +5,9 @@ Each claim is held against the run's own controls with the run's own numbers:
 
 * a share, |ρ| or focusing with a bootstrap interval survives its **random-initialisation
   twin** when the two 95 % intervals do not overlap in the claimed direction (both are in the
-  result);
+  result); where either interval excludes its own estimate (a share's bootstrap from fewer
+  prompts than dimensions, :mod:`probes.bootstrap`) it is not evidence, and there is no
+  verdict;
 * key orthogonality survives its twin when the trained keys are more orthogonal than the
   twin's same layer in at least half of the layers (the run's per-layer comparison,
   ``fraction_layers_below_init``, read with Paper III's ≥ 50 % of layers);
@@ -21,6 +23,9 @@ Example:
     (True, 'gap +0.5 over the twin; 95 % CIs 0.7–0.9 vs 0.2–0.4 do not overlap')
     >>> twin_gap(0.5, 0.3, 0.7, 0.4, 0.2, 0.6)[0]
     False
+    >>> twin_gap(0.18, 0.19, 0.29, 0.12, 0.11, 0.15)  # the model's interval lies above 0.18
+    (None, "interval excludes its estimate: not evidence (the model's): no verdict; gap +0.06 \
+over the twin; 95 % CIs 0.19–0.29 vs 0.11–0.15 do not overlap")
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import math
 
 from ...probes import POSITION_CONFOUND_R2
+from ...probes.bootstrap import EXCLUDES_NOTE, excludes
 from ...probes.validation_criteria import CriteriaThresholds
 from ..kit.findings import Finding, sig
 from ..kit.learned import gate
@@ -45,18 +51,26 @@ def _finite(*xs: float | None) -> bool:
 
 def twin_gap(value: float, low: float, high: float, twin: float | None,
              twin_low: float | None, twin_high: float | None, higher: bool = True,
-             ) -> tuple[bool | None, str]:
+             flagged: tuple[bool, bool] = (False, False)) -> tuple[bool | None, str]:
     """(survives, evidence) of a value with a 95 % interval against its twin's: it survives
-    when the intervals do not overlap in the claimed direction (``higher``: above the twin)."""
+    when the intervals do not overlap in the claimed direction (``higher``: above the twin).
+    No verdict when either interval excludes its own estimate, or ``flagged`` (model, twin)
+    says so (e.g. ρ's interval, which the interval of |ρ| can hide)."""
     if twin is None:
         return None, NO_TWIN
     gap = f"gap {value - twin:+.3g} over the twin" if _finite(value, twin) else "gap undefined"
     if not _finite(low, high, twin_low, twin_high):
         return None, f"{gap}; no interval to compare"
-    assert twin_low is not None and twin_high is not None  # finite, checked above
+    assert twin is not None and twin_low is not None and twin_high is not None  # checked above
     apart = bool(low > twin_high if higher else high < twin_low)
-    return apart, (f"{gap}; 95 % CIs {sig(low)}–{sig(high)} vs {sig(twin_low)}–"
-                   f"{sig(twin_high)} {'do not overlap' if apart else 'overlap'}")
+    ev = (f"{gap}; 95 % CIs {sig(low)}–{sig(high)} vs {sig(twin_low)}–{sig(twin_high)} "
+          f"{'do not overlap' if apart else 'overlap'}")
+    whose = [who for who, bad in (("the model's", flagged[0] or excludes(value, low, high)),
+                                  ("the twin's", flagged[1] or excludes(twin, twin_low,
+                                                                        twin_high))) if bad]
+    if whose:
+        return None, f"{EXCLUDES_NOTE} ({' and '.join(whose)}): no verdict; {ev}"
+    return apart, ev
 
 
 def share_row(prefix: str, what: str, value: float, low: float, high: float,
@@ -73,9 +87,10 @@ def share_row(prefix: str, what: str, value: float, low: float, high: float,
 def rho_row(prefix: str, target: str, value: float, low: float, high: float,
             twin: float | None, twin_low: float | None, twin_high: float | None,
             position_r2: float | None, position_rho: float | None,
-            partial: float | None) -> Finding:
-    """|ρ(PC1, target)| against its twin and against position alone (module doc)."""
-    survives, ev = twin_gap(value, low, high, twin, twin_low, twin_high)
+            partial: float | None, flagged: tuple[bool, bool] = (False, False)) -> Finding:
+    """|ρ(PC1, target)| against its twin and against position alone (module doc);
+    ``flagged``: (model, twin) intervals of ρ that exclude their estimates."""
+    survives, ev = twin_gap(value, low, high, twin, twin_low, twin_high, flagged=flagged)
     ctl = ["random-init twin " + (sig(twin) if twin is not None else "none")]
     if position_r2 is not None:
         ctl.append(f"position alone |ρ| {sig(position_rho)}, probe R² {sig(position_r2)}")
@@ -134,7 +149,8 @@ def findings(result: GeometryResult) -> list[Finding]:
             *((tr.abs, *abs_interval(tr.low, tr.high)) if tr is not None
               else (None, None, None)),
             *((pc.probe_r2, pc.abs_rho, pc.partial_abs_rho_pc1) if pc is not None
-              else (None, None, None))))
+              else (None, None, None)),
+            flagged=(rho.excludes_estimate, tr is not None and tr.excludes_estimate)))
     k = result.key_orthogonality
     rows.append(key_row("", k.mean_abs_cos, k.init_mean_abs_cos, k.fraction_layers_below_init,
                         k.fraction_layers_below, k.threshold,

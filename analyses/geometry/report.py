@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ...probes import Interval
+from ...probes.bootstrap import EXCLUDES_NOTE, METHOD_NAMES, excludes
 from ..kit.findings import findings_text
 from ..kit.html import COLORS, html_report, legend_names
 from .findings import findings
@@ -33,8 +34,9 @@ SCATTER_CAPTION = ("Look for: the colour (next-token entropy) changing steadily 
 CURVES_CAPTION = ("Look for: each solid line (the trained model, shaded 95 % interval) against "
                   "the dotted line of the same colour (the same analysis on its random-init "
                   "twin) and the dashed one (position alone); only a gap over both is the "
-                  "model's own. In the key panel lower is more orthogonal; the grey lines are "
-                  "chance references and Paper III's criterion.")
+                  "model's own. A line with a ✕ has intervals that exclude their estimate "
+                  "(marked ✕, not evidence) and no shading. In the key panel lower is more "
+                  "orthogonal; the grey lines are chance references and Paper III's criterion.")
 
 
 def pca_scatter(prompts: pd.DataFrame, prompt_set: str, layer: int) -> go.Figure:
@@ -103,12 +105,19 @@ def layer_curves(result: GeometryResult) -> go.Figure:
                             legendgroup=name, showlegend=name not in legend_names(fig),
                             line={"color": color, "dash": "solid" if ref == "model" else "dot"},
                             row=r + 1, col=c + 1)
-            if ref == "model" and g["low"].notna().any():
+            bad = _excluding(g)
+            if ref == "model" and g["low"].notna().any() and not bad.any():
                 fig.add_scatter(x=[*g["layer"], *g["layer"][::-1]],
                                 y=[*g["high"], *g["low"][::-1]], fill="toself",
                                 line={"width": 0}, fillcolor=color, opacity=0.15,
                                 hoverinfo="skip", showlegend=False, legendgroup=name,
                                 row=r + 1, col=c + 1)
+            if bad.any():
+                fig.add_scatter(x=g["layer"][bad], y=g["value"][bad], mode="markers",
+                                name=EXCLUDES_NOTE, legendgroup=EXCLUDES_NOTE,
+                                showlegend=EXCLUDES_NOTE not in legend_names(fig),
+                                marker={"symbol": "x", "size": 9, "color": color},
+                                hovertext=EXCLUDES_NOTE, row=r + 1, col=c + 1)
         _position_lines(fig, table, spec.name, names, (min(result.layers), max(result.layers)),
                         r + 1, c + 1)
         if spec.name == "key_mean_abs_cos":
@@ -116,6 +125,13 @@ def layer_curves(result: GeometryResult) -> go.Figure:
     fig.update_xaxes(title_text="layer")
     fig.update_layout(template="plotly_white", height=300 * rows)
     return fig
+
+
+def _excluding(g: pd.DataFrame) -> pd.Series:
+    """Per row of metric rows: does its interval exclude its value (:data:`EXCLUDES_NOTE`)?"""
+    return pd.Series([excludes(v, lo, hi) for v, lo, hi in zip(g["value"], g["low"], g["high"],
+                                                               strict=True)], index=g.index,
+                     dtype=bool)
 
 
 def _key_baselines(fig: go.Figure, result: GeometryResult, row: int, col: int) -> None:
@@ -130,20 +146,25 @@ def _key_baselines(fig: go.Figure, result: GeometryResult, row: int, col: int) -
 
 def table1(result: GeometryResult) -> pd.DataFrame:
     """Paper III Table 1 (and |ρ|, probe R², focusing) as a display table, shares in %; each
-    prompt set's row is followed by its random-initialisation twin's and position alone's."""
-    def ci(iv: Any, scale: float = 100.0, fmt: str = ".1f") -> str:
-        return f"({scale * iv.low:{fmt}}, {scale * iv.high:{fmt}})"
+    prompt set's row is followed by its random-initialisation twin's and position alone's.
+    An interval that excludes its estimate carries :data:`EXCLUDES_NOTE` in its cell; the
+    bootstrap means are Paper III's reported numbers, labelled so."""
+    def ci(iv: Interval, scale: float = 100.0, fmt: str = ".1f") -> str:
+        text = f"({scale * iv.low:{fmt}}, {scale * iv.high:{fmt}})"
+        return f"{text} {EXCLUDES_NOTE}" if iv.excludes_estimate else text
 
     def row(name: str, s: SetSummary) -> dict[str, Any]:
         rho = s.rho_pc1_entropy
         return {
             "prompt set": name, "n": s.n_prompts,
-            "PC1 %": 100 * s.pc1.estimate, "PC1 bootstrap mean %": 100 * s.pc1.bootstrap_mean,
+            "PC1 %": 100 * s.pc1.estimate,
+            "PC1 bootstrap mean % (Paper III's number)": 100 * s.pc1.bootstrap_mean,
             "PC1 95% CI": ci(s.pc1), "PC1+PC2 %": 100 * s.pc1_pc2.estimate,
-            "PC1+PC2 bootstrap mean %": 100 * s.pc1_pc2.bootstrap_mean,
+            "PC1+PC2 bootstrap mean % (Paper III's number)": 100 * s.pc1_pc2.bootstrap_mean,
             "PC1+PC2 95% CI": ci(s.pc1_pc2),
             "|ρ(PC1, H)|": rho.abs, "|ρ| 95% CI": "({:.2f}, {:.2f})".format(
-                *abs_interval(rho.low, rho.high)),
+                *abs_interval(rho.low, rho.high)) + (f" {EXCLUDES_NOTE}"
+                                                     if rho.excludes_estimate else ""),
             "probe R²": s.probe_r2_at(result.layer),
             "focusing %": None if s.attention_focusing is None
             else 100 * s.attention_focusing.estimate,
@@ -176,15 +197,16 @@ def measures_table(result: GeometryResult) -> pd.DataFrame:
                  or (r.metric in cat and not cat[r.metric].per_layer))]  # e.g. Paper I's layer 0
     return pd.DataFrame([_measure_row(r, cat) for r in keep],
                         columns=["measure", "prompt set", "layer", "target", "reference",
-                                 "value", "low", "high", "definition"])
+                                 "value", "low", "high", "interval", "definition"])
 
 
 def _measure_row(r: MetricRow, cat: dict[str, MetricSpec]) -> dict[str, Any]:
     spec = cat.get(r.metric)
     return {"measure": spec.label if spec else r.metric, "prompt set": r.prompt_set or "model",
             "layer": r.layer, "target": r.target, "reference": r.reference.replace("_", " "),
-            "value": r.value, "low": r.low,
-            "high": r.high, "definition": spec.definition if spec else ""}
+            "value": r.value, "low": r.low, "high": r.high,
+            "interval": EXCLUDES_NOTE if excludes(r.value, r.low, r.high) else "",
+            "definition": spec.definition if spec else ""}
 
 
 def key_text(result: GeometryResult) -> str:
@@ -207,10 +229,7 @@ def write_report(path: Path, result: GeometryResult, prompts: pd.DataFrame,
     sections: list[tuple[str, object] | tuple[str, object, str]] = [
         (f"Table 1: final-token values at layer {result.layer} ({result.model})",
          table1(result)),
-        ("Bootstrap note", "Intervals are percentile intervals over prompts (PCA refitted on each "
-         "resample). With fewer prompts than dimensions a resample's repeated rows concentrate "
-         "the spectrum, so bootstrap shares run above the full-sample estimate; Paper III "
-         "reports the bootstrap mean."),
+        ("Bootstrap note", bootstrap_note(result)),
         ("Key orthogonality", key_text(result)),
         *(("Confound", n) for n in result.notes),
     ]
@@ -225,6 +244,46 @@ def write_report(path: Path, result: GeometryResult, prompts: pd.DataFrame,
         sections.append(("Skipped corpora", "; ".join(result.pool.skipped_sources)))
     return html_report(path, f"bayesgeom geometry: {result.model}", findings(result), sections,
                        manifest)
+
+
+def _intervals(result: GeometryResult) -> list[tuple[str, Interval]]:
+    """(name, interval) of every interval the headline tables and verdicts print: per prompt
+    set (and its twin's) PC1, PC1+PC2, ρ(PC1, entropy), ρ(PC1, Bayes entropy) where measured,
+    and focusing."""
+    sets = list(result.prompt_sets.items())
+    if result.random_init is not None:
+        sets += [(f"{n} @ init", s) for n, s in result.random_init.prompt_sets.items()]
+    out: list[tuple[str, Interval]] = []
+    for n, s in sets:
+        out += [(f"{n} PC1", s.pc1), (f"{n} PC1+PC2", s.pc1_pc2),
+                (f"{n} ρ(PC1, H)", s.rho_pc1_entropy)]
+        if s.rho_pc1_bayes_entropy is not None:
+            out.append((f"{n} ρ(PC1, H_Bayes)", s.rho_pc1_bayes_entropy))
+        if s.attention_focusing is not None:
+            out.append((f"{n} focusing", s.attention_focusing))
+    return out
+
+
+def excluding_intervals(result: GeometryResult) -> list[str]:
+    """Names of the headline intervals that exclude their estimates (:data:`EXCLUDES_NOTE`)."""
+    return [n for n, iv in _intervals(result) if iv.excludes_estimate]
+
+
+def bootstrap_note(result: GeometryResult) -> str:
+    """How the run's intervals were made, and which of them exclude their estimates."""
+    methods = sorted({METHOD_NAMES.get(iv.method, iv.method) for _, iv in _intervals(result)})
+    bad = excluding_intervals(result)
+    flag = (f" {len(bad)} interval(s) exclude their estimate and are not evidence (no "
+            f"verdict rests on them): {', '.join(bad)}." if bad else
+            " Every headline interval contains its estimate.")
+    return ("Intervals are bias-corrected and accelerated (BCa) bootstrap intervals over "
+            "prompts (PCA refitted on each resample and on each leave-one-out sample; "
+            f"methods used: {', '.join(methods)}; 'percentile' where every replicate lies on "
+            "one side of the estimate and no correction is defined). With fewer prompts than "
+            "dimensions a resample's repeated rows concentrate the spectrum, so bootstrap "
+            "shares run above the full-sample estimate; where nearly all do, a percentile "
+            "interval lies above the estimate and a BCa interval below it: either excludes "
+            "the estimate." + flag + " Paper III reports the bootstrap mean (labelled).")
 
 
 def format_summary(result: GeometryResult) -> str:
@@ -245,6 +304,9 @@ def format_summary(result: GeometryResult) -> str:
                          f"{pc.probe_r2:.3f} ({pc.design}); given position: |rho(PC1)| "
                          f"{pc.partial_abs_rho_pc1:.3f}, probe R2 "
                          f"{pc.probe_r2_beyond_position:.3f}")
+    bad = excluding_intervals(result)
+    if bad:
+        lines.append(f"  ! {EXCLUDES_NOTE}: {', '.join(bad)}")
     lines.append(f"  key orthogonality: {key_text(result)}")
     lines += [f"  note: {n}" for n in result.notes]
     return "\n".join(lines)
@@ -259,4 +321,6 @@ def _set_line(name: str, s: SetSummary, layer: int) -> str:
 
 
 def _pct(iv: Interval) -> str:
-    return f"{100 * iv.estimate:.1f} [{100 * iv.low:.1f}, {100 * iv.high:.1f}]"
+    """'18.2 [19.2, 29.3]!' (the ! when the interval excludes its estimate)."""
+    mark = "!" if iv.excludes_estimate else ""
+    return f"{100 * iv.estimate:.1f} [{100 * iv.low:.1f}, {100 * iv.high:.1f}]{mark}"

@@ -159,8 +159,9 @@ def _add_fit(res: StabilityResult, i: int, put: Any, fig: go.Figure, cols: int) 
     if c.estimate is not None:
         lo = c.low if c.low is not None else c.estimate
         hi = c.high if c.high is not None else max(res.lengths)
-        fig.add_vrect(x0=lo, x1=hi, fillcolor="#999", opacity=0.2, line_width=0,
-                      row=i // cols + 1, col=i % cols + 1)
+        if lo <= c.estimate <= hi:  # an interval that excludes ℓ_c is not drawn as evidence
+            fig.add_vrect(x0=lo, x1=hi, fillcolor="#999", opacity=0.2, line_width=0,
+                          row=i // cols + 1, col=i % cols + 1)
         fig.add_vline(x=c.estimate, line_dash="dash", line_color="#000",
                       annotation_text=f"ℓ_c = {sig(c.estimate)}", row=i // cols + 1,
                       col=i % cols + 1)

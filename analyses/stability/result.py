@@ -17,7 +17,9 @@ class CriticalLengthSummary:
     ``estimate`` None unless crossed; ``low``/``high`` the bootstrap interval at ``level``
     (None: beyond the measured range); ``a``, ``b``, ``critical_length`` the fitted curve
     (NaN where no fit ran), ``floor`` the chance level it was fixed at; ``rmse`` in accuracy
-    units; ``n_boot`` replicates, ``n_not_crossed`` without a crossing, ``n_failed`` left out."""
+    units; ``n_boot`` replicates, ``n_not_crossed`` without a crossing, ``n_failed`` left out;
+    ``method`` the interval's ("bc": bias-corrected percentile, or "percentile"); ``text`` says
+    when the interval excludes the estimate (not evidence)."""
 
     metric: str
     status: str
@@ -36,6 +38,7 @@ class CriticalLengthSummary:
     n_not_crossed: int
     n_failed: int
     text: str
+    method: str = "percentile"
 
 
 @dataclass

@@ -230,7 +230,8 @@ def _critical(c: CriticalLength) -> CriticalLengthSummary:
         metric="accuracy", status=f.status, estimate=c.estimate, lower_bound=c.lower_bound,
         low=c.low, high=c.high, level=c.level, a=f.a, b=f.b, critical_length=f.critical_length,
         floor=f.floor, halfway=f.halfway, rmse=f.rmse, n_boot=c.n_boot,
-        n_not_crossed=c.n_not_crossed, n_failed=c.n_failed, text=c.describe())
+        n_not_crossed=c.n_not_crossed, n_failed=c.n_failed, text=c.describe(),
+        method=c.method)
 
 
 def _write(cfg: StabilityConfig, m: interp.InterpModel, res: StabilityResult,

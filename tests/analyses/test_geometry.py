@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,14 @@ import pytest
 from bayesgeom import interp
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.geometry.entropy_sampler import quantile_bins
-from bayesgeom.analyses.geometry.report import findings
+from bayesgeom.analyses.geometry.report import (
+    bootstrap_note,
+    excluding_intervals,
+    findings,
+    format_summary,
+    table1,
+    write_report,
+)
 from bayesgeom.analyses.geometry.result import GeometryResult
 from bayesgeom.analyses.geometry.run import GeometryConfig, run_geometry
 from bayesgeom.analyses.kit.errors import ExperimentError
@@ -25,6 +33,7 @@ from bayesgeom.probes import (
     spearman,
     summarize_pca,
 )
+from bayesgeom.probes.bootstrap import EXCLUDES_NOTE, Interval
 from bayesgeom.records import RunDirError, read_result, to_json
 
 SUMMARY_KEYS = {"model", "layer", "n_prompts", "pc1", "pc1_pc2", "rho_pc1_entropy", "probe_r2",
@@ -249,3 +258,53 @@ def test_layer_lists():
         layer_list(",")
     with pytest.raises(ExperimentError, match="n_per_quintile must be >= 1"):
         run_geometry(GeometryConfig(n_per_quintile=0))
+
+
+def _planted(result, low: float = 0.192, high: float = 0.293):
+    """``result`` with the mixed set's PC1+PC2 at 18.2 % and an interval wholly above it (the
+    audit's GCIDE case), its twin's at 10 % (9-15 %): apart, so the old verdict survived."""
+    mixed = result.prompt_sets["mixed"]
+    s = replace(mixed, pc1_pc2=Interval(0.182, low, high, 0.95, 200, 0.243, "percentile",
+                                        -math.inf))
+    twin = replace(result.random_init.prompt_sets["mixed"],
+                   pc1_pc2=Interval(0.10, 0.09, 0.15, 0.95, 200, 0.12, "bca", 0.1, 0.01))
+    init = replace(result.random_init,
+                   prompt_sets={**result.random_init.prompt_sets, "mixed": twin})
+    return replace(result, headline=s, prompt_sets={**result.prompt_sets, "mixed": s},
+                   random_init=init)
+
+
+def test_an_interval_that_excludes_its_estimate_is_flagged_not_evidence(llama_run, tmp_path):
+    """Issue 35: every report and summary that prints such an interval says so, and the
+    value-manifold verdict does not rest on it (without the flag it survived its twin)."""
+    result = _planted(llama_run[0])
+    assert not result.headline.pc1_pc2.contains_estimate
+    row = next(f for f in findings(result) if "value manifold" in f.claim)
+    assert row.survives is None and EXCLUDES_NOTE + " (the model's)" in row.evidence
+    text = format_summary(result)
+    assert "18.2 [19.2, 29.3]!" in text
+    assert f"! {EXCLUDES_NOTE}: mixed PC1+PC2" in text
+    cell = table1(result).set_index("prompt set").loc["mixed", "PC1+PC2 95% CI"]
+    assert cell == f"(19.2, 29.3) {EXCLUDES_NOTE}"
+    assert "mixed PC1+PC2" in bootstrap_note(result)
+    html = write_report(tmp_path / "report.html", result, pd.read_parquet(
+        llama_run[1] / "prompts.parquet"), {}).read_text()
+    assert html.count(EXCLUDES_NOTE) >= 3  # verdict, table cell, bootstrap note
+    # the same numbers with the interval around the estimate: a verdict again
+    fine = _planted(llama_run[0], low=0.16)
+    assert fine.headline.pc1_pc2.contains_estimate and "mixed PC1+PC2" not in \
+        excluding_intervals(fine) and "18.2 [16.0, 29.3] " in format_summary(fine)
+    assert next(f for f in findings(fine) if "value manifold" in f.claim).survives is True
+
+
+def test_the_runs_own_intervals_are_bca_and_their_flags_are_printed(llama_run):
+    result = llama_run[0]
+    ivs = [iv for s in result.prompt_sets.values()
+           for iv in (s.pc1, s.pc1_pc2, s.rho_pc1_entropy, s.attention_focusing)]
+    assert {iv.method for iv in ivs} <= {"bca", "percentile"} and "bca" in {iv.method
+                                                                           for iv in ivs}
+    assert all(iv.method == "bca" or not math.isfinite(iv.z0) for iv in ivs)
+    bad = excluding_intervals(result)
+    assert (f"! {EXCLUDES_NOTE}" in format_summary(result)) == bool(bad)
+    for name in bad:
+        assert name in bootstrap_note(result)

@@ -3,9 +3,12 @@ nothing decays, and its bootstrap interval covers the truth."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from bayesgeom.probes.bootstrap import EXCLUDES_NOTE
 from bayesgeom.probes.decay_fit import (
     AT_FLOOR,
     CROSSED,
@@ -80,3 +83,19 @@ def test_a_ceiling_caps_the_plateau():
     assert fit_decay(ELL, y, floor=CHANCE).a > 1.0  # unconstrained, it overshoots
     f = fit_decay(ELL, y, floor=CHANCE, ceiling=1.0)
     assert f.status == CROSSED and f.a <= 1.0 + 1e-9
+
+
+def test_the_interval_is_bias_corrected_and_one_that_excludes_its_estimate_says_so():
+    """Issue 35: the replicates' quantiles at z₀-corrected levels (no acceleration); an
+    interval that leaves ℓ_c out is flagged in the text every report prints."""
+    p = decay_curve(ELL, a=0.95, critical_length=150.0, b=3.0, floor=CHANCE)
+    rng = np.random.default_rng(100)
+    res = bootstrap_critical_length(ELL, [rng.random(150) < q for q in p], floor=CHANCE,
+                                    n_boot=80, seed=0)
+    assert res.method == "bc" and not res.excludes_estimate
+    assert EXCLUDES_NOTE not in res.describe()
+    above = replace(res, low=res.estimate + 10.0, high=None)  # wholly above, as +∞ replicates
+    assert above.excludes_estimate and above.describe().endswith(f"; {EXCLUDES_NOTE})")
+    no_cross = bootstrap_critical_length(ELL, [np.random.default_rng(0).random(100) < 0.9
+                                               for _ in ELL], floor=CHANCE, n_boot=20)
+    assert no_cross.method == "percentile" and not no_cross.excludes_estimate
