@@ -299,6 +299,10 @@ def test_windtunnel_run_end_to_end_resumes_and_reproduces(windtunnel_run, tmp_pa
     assert all("effective number of the controls' effects" in r.evidence and r.unit == "bits"
                for r in edits)
     assert all("energy moved, controls / axis" in r.evidence for r in edits)
+    # the energy caveat goes to the edits whose energy the controls do not move, never shifts
+    unmatched = "of the axis' energy where the edits are applied"
+    assert all(unmatched not in r.evidence for r in edits[2:])
+    assert (unmatched in edits[0].evidence) == (not c.matched)
     assert all(r.control.startswith("4 independent random directions") or
                r.control.startswith("4 independent random directions (no direction")
                for r in edits)
