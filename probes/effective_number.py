@@ -1,4 +1,14 @@
-"""How many independent control directions a set amounts to.
+"""How many independent controls a set amounts to: by its effects, and by its directions.
+
+:func:`effect_effective_number`: the participation ratio (tr C)² / ‖C‖²_F of the correlation
+matrix C [n, n] of the controls' *per-prompt effects* (n controls × P prompts): the effective
+number of independent statistics they are (Cheverud–Nyholt / Li–Ji's effective number of tests
+reads the same eigenvalues), n for effects that share nothing and 1 for controls whose effects
+are one pattern at varying strength. Two statistics computed on the same prompts are correlated,
+over draws of the prompts, as their per-prompt values are, so C is also the correlation of the
+controls' mean effects under a new draw of prompts. Even independent effects give less than n
+on P prompts, whose sample correlations are ±1/√(P − 1): E‖C‖²_F ≈ n + n(n − 1)/(P − 1), so
+the ratio is ≈ n(P − 1)/(n + P − 2) (:func:`independent_reference`).
 
 :func:`effective_number`: the participation ratio (Σ eigenvalues)² / Σ eigenvalues² of the
 controls' Gram matrix of unit rows -- the effective number of controls, n for orthogonal ones
@@ -59,6 +69,69 @@ def effective_number(directions: np.ndarray, moments: EnergyMoments | None = Non
         s = np.sqrt(np.clip(np.diag(c), 1e-300, None))
         energy = _participation(c / np.outer(s, s))
     return EffectiveNumber(n, euclid, energy, cos)
+
+
+@dataclass(frozen=True)
+class EffectNumber:
+    """The effective number of ``n`` controls' effects on ``prompts`` prompts (``value``, module
+    doc), beside ``independent``, what effects that share nothing give at that n and P, and
+    the share of the correlation's trace on its first eigenvector (``top_share``: near 1 when
+    the effects are one pattern)."""
+
+    n: int
+    prompts: int
+    value: float
+    independent: float
+    top_share: float
+
+
+def independent_reference(n: int, prompts: int) -> float:
+    """The participation ratio that ``n`` independent effects give on ``prompts`` prompts,
+    n(P − 1) / (n + P − 2) (module doc).
+
+    Example:
+        >>> round(independent_reference(60, 150), 1), independent_reference(1, 30)
+        (43.0, 1.0)
+    """
+    if n < 1 or prompts < 2:
+        return float("nan")
+    return n * (prompts - 1) / (n + prompts - 2)
+
+
+def effect_effective_number(effects: np.ndarray) -> EffectNumber:
+    """The effective number of the controls whose per-prompt effects are the rows of
+    ``effects`` [n, P] (any unit; module doc). Prompts where any control is non-finite and
+    controls constant over the prompts (no correlation defined) are left out; NaN when fewer
+    than 2 of either remain.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> shared = rng.normal(size=200)
+        >>> one = np.outer(rng.uniform(1, 2, size=50), shared) + 0.01 * rng.normal(size=(50, 200))
+        >>> round(effect_effective_number(one).value, 2)
+        1.0
+        >>> e = effect_effective_number(rng.normal(size=(50, 200)))
+        >>> round(e.value), round(e.independent)
+        (40, 40)
+    """
+    e = np.asarray(effects, dtype=np.float64)
+    if e.ndim != 2:
+        raise ValueError(f"effects must be [n controls, P prompts], got shape {e.shape}")
+    e = e[:, np.isfinite(e).all(0)]
+    if e.shape[1] >= 2:
+        z = e - e.mean(1, keepdims=True)
+        sd = np.sqrt((z ** 2).sum(1))
+        z = z[sd > 1e-12 * max(float(np.abs(e).max()), 1e-300)]
+    else:
+        z = e[:0]
+    n, p = z.shape
+    if n < 2 or p < 2:
+        return EffectNumber(n, p, float("nan"), independent_reference(n, p), float("nan"))
+    z = z / np.linalg.norm(z, axis=1, keepdims=True)
+    # C = z zᵀ [n, n]; its nonzero eigenvalues are those of zᵀz [P, P]: the smaller one
+    c = z @ z.T if n <= p else z.T @ z
+    top = float(np.linalg.eigvalsh(c)[-1])
+    return EffectNumber(n, p, _participation(c), independent_reference(n, p), top / n)
 
 
 def _participation(gram: np.ndarray) -> float:

@@ -5,35 +5,39 @@ A steering edit along a unit direction u acts on every position it is applied to
 removes or adds there depends on the *uncentred* second moment of those activations,
 M = mean_i x_i x_iᵀ [d, d] (:class:`EnergyMoments`): a cut of fraction f removes f²·uᵀMu of
 the mean ‖x‖² = tr M, keep-only removes tr M − uᵀMu, a shift by s adds s². A control r carries
-the axis' energy when rᵀMr = uᵀMu; then every cut and keep-only along it moves exactly what the
-axis edit moves, and a shift of the same s moves the same s².
+the axis' energy when rᵀMr = uᵀMu = t; then every cut and keep-only along it moves exactly what
+the axis edit moves, and a shift of the same s moves the same s².
 
-:func:`energy_matched_controls` draws ``n`` such controls, unit, orthogonal to u and mutually
-orthogonal where the spectrum allows (so that they are near-independent draws of the null, not
-one direction repeated):
+With λ_min ≤ … ≤ λ_max the eigenvalues of M restricted to the hyperplane u⊥, a *single* unit
+direction r ⟂ u with rᵀMr = t exists iff λ_min ≤ t ≤ λ_max (the Rayleigh quotient is
+continuous on the sphere); k *mutually orthogonal* ones exist iff the mean of the bottom k
+eigenvalues ≤ t ≤ the mean of the top k (Schur–Horn), a far stronger demand for an axis among
+the top-energy directions.
 
-1. M is restricted to the hyperplane u⊥ (eigenvalues λ₁ ≥ … ≥ λ_{d−1});
-2. k orthonormal directions can each carry t = uᵀMu iff the mean of the bottom k eigenvalues
-   ≤ t ≤ the mean of the top k (Schur–Horn); a frame has k = min(n, the largest such k)
-   columns;
-3. a seeded Gaussian frame G [d−1, k] is tilted towards the high- or low-energy eigenvectors,
-   diag(λ^β)·G, and orthonormalised, β found by bisection so that the frame's mean energy
-   tr(QᵀMQ)/k is t (β = 0: a uniformly random frame; β → ±∞: the top / bottom k
-   eigenvectors);
-4. Givens rotations inside the frame, each between a column above t and one below, set every
-   column's energy to t (the frame's trace is kept, so this always ends: a constructive
-   Schur–Horn step);
-5. more than k controls take further independent frames: they cannot all be orthogonal, and
-   the effective number says how many they amount to.
+:func:`independent_energy_controls` (the default null) draws ``n`` controls independently, each
+carrying t exactly: a seeded Gaussian g in u⊥, tilted towards the high- or low-energy
+eigenvectors, r ∝ diag(λ^β)·g in the eigenbasis, β found by bisection so that rᵀMr = t
+(β = 0: a uniformly random direction; the energy rises monotonically with β from λ_min to
+λ_max). Independent draws are exchangeable with an axis that is "one more control", so the
+permutation p among them is exact whatever their effects share. Where no direction carries t
+(t outside [λ_min, λ_max]: the axis is the top- or bottom-energy direction), the controls carry
+the nearest energy that still leaves them random (:data:`UNREACHABLE_CAP` of λ_max, or λ_min
+over it), ``method`` "unmatched", the reason and ratio stated: an edit that moves the axis'
+energy then has no matched control.
 
-If fewer than k₀ = min(n, d − 1, :data:`FALLBACK_DIM`) orthogonal directions can carry t (the
-axis is among the top-energy directions: t is above the mean of the top k₀ eigenvalues; none
-at all when t > λ₁), matched controls could only be a few directions repeated, and the
-fallback is stated in :attr:`ControlDraw.method` and :attr:`ControlDraw.reason`:
-``top_subspace`` -- random orthonormal directions of equal energy inside the top-k₀
-eigen-subspace, carrying :attr:`ControlDraw.energy_ratio` < 1 of the axis' energy, the most
-that k₀ independent controls can carry (``bottom_subspace`` likewise for an axis among the
-lowest-energy directions).
+:func:`energy_matched_controls` is the orthonormal construction, used only where it matches:
+
+1. k orthonormal directions can each carry t iff the Schur–Horn bounds above hold; a frame has
+   k = min(n, the largest such k) columns;
+2. a seeded Gaussian frame G [d−1, k] is tilted, diag(λ^β)·G, and orthonormalised, β found by
+   bisection so that the frame's mean energy tr(QᵀMQ)/k is t;
+3. Givens rotations inside the frame, each between a column above t and one below, set every
+   column's energy to t (a constructive Schur–Horn step);
+4. more than k controls take further independent frames.
+
+If fewer than k₀ = min(n, d − 1, :data:`MIN_FRAME`) orthogonal directions can carry t, no
+orthonormal frame matches, and the controls are :func:`independent_energy_controls` instead
+(the reason says how many orthogonal ones could).
 
 :mod:`probes.effective_number` says how many independent controls a set amounts to.
 """
@@ -41,107 +45,43 @@ lowest-energy directions).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from .energy_moments import EnergyMoments, unit  # EnergyMoments: re-exported
+
 #: the controls' energy may differ from the axis' by this relative amount and count as matched
 ENERGY_TOLERANCE = 0.01
-#: matched controls need at least this many orthogonal directions that carry the axis' energy,
-#: else the fallback's subspace has this many dimensions (module doc): as many independent
-#: controls as :data:`EFFECTIVE_FLOOR` asks
-FALLBACK_DIM = 20
-#: below this many effective controls a parametric verdict is withheld (analyses.steer.stats)
+#: the orthonormal construction needs at least this many mutually orthogonal directions that
+#: carry the axis' energy (else its frames would be a few directions repeated): as many
+#: independent draws as :data:`EFFECTIVE_FLOOR` asks
+MIN_FRAME = 20
+#: a null's spread estimated from fewer independent draws than this gives no verdict
+#: (analyses.steer.stats: the relative standard error of a standard deviation from k draws is
+#: 1/√(2(k − 1)), above 16 % below 20, and the Student t quantile at a Holm threshold of
+#: 0.05/6 is more than 11 % above the normal one at 19 degrees of freedom)
 EFFECTIVE_FLOOR = 20
+#: where no direction carries the axis' energy, controls carry this fraction of the largest
+#: energy reachable orthogonal to it (or the smallest over it): the nearest that leaves them
+#: random (the value :data:`interp.directions.UNREACHABLE_CAP` uses for variance)
+UNREACHABLE_CAP = 0.9
 #: the bisection over the tilt β stops within this relative error of the target mean energy
 _TILT_RTOL = 1e-10
-
-
-@dataclass
-class EnergyMoments:
-    """Streaming uncentred moments of activation rows: ``second`` = Σ x xᵀ [d, d] and ``first``
-    = Σ x [d] (float64), over ``count`` rows.
-
-    Example:
-        >>> m = EnergyMoments.of(np.array([[1.0, 0.0], [0.0, 2.0]]))
-        >>> m.energy(np.array([0.0, 1.0])), m.mean_sq_norm
-        (2.0, 2.5)
-    """
-
-    second: np.ndarray
-    first: np.ndarray
-    count: int = 0
-    #: the eigenpairs of :attr:`matrix`, computed once per state (every edit's energy reads them)
-    _eig: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False,
-                                                       compare=False)
-
-    @classmethod
-    def empty(cls, d: int) -> EnergyMoments:
-        return cls(np.zeros((d, d)), np.zeros(d), 0)
-
-    @classmethod
-    def of(cls, rows: np.ndarray) -> EnergyMoments:
-        x = np.asarray(rows, dtype=np.float64)
-        m = cls.empty(x.shape[1])
-        m.add(x)
-        return m
-
-    def add(self, rows: np.ndarray) -> None:
-        """Add rows [N, d] (any float dtype; accumulated in float64)."""
-        x = np.asarray(rows, dtype=np.float64).reshape(-1, self.first.size)
-        if not np.isfinite(x).all():
-            raise ValueError("non-finite activations: their energy is undefined")
-        self.second += x.T @ x
-        self.first += x.sum(0)
-        self.count += x.shape[0]
-        self._eig = None
-
-    @property
-    def matrix(self) -> np.ndarray:
-        """M = mean x xᵀ [d, d]."""
-        return self.second / max(self.count, 1)
-
-    @property
-    def mean(self) -> np.ndarray:
-        """mean x [d]."""
-        return self.first / max(self.count, 1)
-
-    @property
-    def mean_sq_norm(self) -> float:
-        """mean ‖x‖² = tr M."""
-        return float(np.trace(self.matrix))
-
-    def energy(self, direction: np.ndarray) -> float:
-        """mean (x·r̂)² for the unit r̂ of ``direction`` [d] (what a full cut along it removes)."""
-        r = _unit(direction)
-        return float(r @ self.matrix @ r)
-
-    def edit_energy(self, edit: Callable[[np.ndarray], np.ndarray]) -> float:
-        """mean ‖edit(x) − x‖² / mean ‖x‖² over the rows, exactly, for an *affine* ``edit``
-        (rows [n, d] -> rows [n, d]: a cut, keep-only or shift along a direction): with
-        Δ(x) = Ax + b, mean ‖Δ‖² = Σ_k λ_k ‖A e_k‖² + 2 bᵀA·mean x + ‖b‖², (λ_k, e_k) the
-        eigenpairs of M. A fraction ≥ 0 of mean ‖x‖²: how much the edit removed or added."""
-        if self._eig is None:
-            self._eig = np.linalg.eigh(self.matrix)
-        lam, vecs = self._eig
-        d = self.first.size
-        probe = np.vstack([np.zeros((1, d)), vecs.T])
-        delta = np.asarray(edit(probe), dtype=np.float64) - probe
-        b, a_cols = delta[0], delta[1:] - delta[0]  # a_cols[k] = A e_k
-        a_mean = a_cols.T @ (vecs.T @ self.mean)  # A · mean x
-        moved = float((np.clip(lam, 0, None) * (a_cols ** 2).sum(1)).sum() + 2 * b @ a_mean
-                      + b @ b)
-        return moved / self.mean_sq_norm if self.mean_sq_norm > 0 else float("nan")
 
 
 @dataclass(frozen=True)
 class ControlDraw:
     """The controls [n, d] (unit, float64, orthogonal to the axis) with what they carry:
-    ``target`` = uᵀMu, ``energy_ratio`` (min, max) of rᵀMr / uᵀMu over the controls,
-    ``method`` ("matched": every control carries the target to float precision;
-    "top_subspace": the fallback, module doc), ``per_frame`` controls per orthogonal frame,
-    and ``reason`` (why the fallback, else "")."""
+    ``target`` t = uᵀMu, ``energy_ratio`` (min, max) of rᵀMr / t over the controls,
+    ``method`` ("independent": drawn independently, each carrying t to float precision;
+    "orthonormal": frames of mutually orthogonal ones, each carrying t; "unmatched": no
+    direction carries t, module doc), ``per_frame`` controls per orthogonal frame (1 for
+    independent draws), ``reason`` (why not the construction asked for, else ""), ``reach``
+    (λ_min / t, λ_max / t on u⊥: a single matched direction exists iff the first is ≤ 1 ≤ the
+    second), ``orthogonal`` (how many mutually orthogonal directions ⟂ u can carry t) and
+    ``independent`` (whether the controls are independent draws, exchangeable with one more:
+    not for orthonormal frames)."""
 
     directions: np.ndarray
     target: float
@@ -149,6 +89,9 @@ class ControlDraw:
     method: str
     per_frame: int
     reason: str = ""
+    reach: tuple[float, float] = (math.nan, math.nan)
+    orthogonal: int = 0
+    independent: bool = True
 
     @property
     def matched(self) -> bool:
@@ -156,11 +99,98 @@ class ControlDraw:
         return lo >= 1 - ENERGY_TOLERANCE and hi <= 1 + ENERGY_TOLERANCE
 
 
-def energy_matched_controls(axis: np.ndarray, moments: EnergyMoments, n: int,
-                            seed: int = 0, min_frame: int = FALLBACK_DIM) -> ControlDraw:
+@dataclass(frozen=True)
+class _Spectrum:
+    """M restricted to u⊥: ``basis`` [d, d−1] of u⊥, eigenvalues ``lam`` (descending, ≥ 0)
+    with eigenvectors ``vecs`` [d−1, d−1] in that basis, the axis' energy ``target``, and
+    ``k_max``: how many mutually orthogonal directions ⟂ u can carry it (Schur–Horn)."""
+
+    u: np.ndarray
+    mat: np.ndarray
+    basis: np.ndarray
+    lam: np.ndarray
+    vecs: np.ndarray
+    target: float
+    k_max: int
+
+    @classmethod
+    def of(cls, axis: np.ndarray, moments: EnergyMoments) -> _Spectrum:
+        u = unit(axis)
+        if u.size < 2:
+            raise ValueError("the axis must have at least 2 entries")
+        mat = moments.matrix
+        target = float(u @ mat @ u)
+        if not target > 0:
+            raise ValueError("the activations carry no energy along the axis (uᵀMu = 0)")
+        basis = _complement(u)  # [d, d-1], orthonormal, ⟂ u
+        lam, vecs = np.linalg.eigh(basis.T @ mat @ basis)
+        lam, vecs = np.clip(lam[::-1], 0, None), vecs[:, ::-1]  # descending
+        sizes = np.arange(1, u.size)
+        top, bottom = np.cumsum(lam) / sizes, np.cumsum(lam[::-1]) / sizes
+        slack = 1e-12 * target
+        ok = np.flatnonzero((bottom <= target + slack) & (target <= top + slack))
+        return cls(u, mat, basis, lam, vecs, target, int(sizes[ok[-1]]) if ok.size else 0)
+
+    @property
+    def reach(self) -> tuple[float, float]:
+        return float(self.lam[-1]) / self.target, float(self.lam[0]) / self.target
+
+    def draw(self, frames: list[np.ndarray], method: str, per_frame: int, n: int,
+             reason: str = "") -> ControlDraw:
+        """Frames [d−1, k] in the eigenbasis -> the unit controls [n, d] ⟂ u, with what they
+        carry."""
+        r = np.vstack([(self.basis @ (self.vecs @ q)).T for q in frames])[:n]
+        for _ in range(2):
+            r = r - np.outer(r @ self.u, self.u)
+        r = r / np.linalg.norm(r, axis=1, keepdims=True)
+        ratios = np.einsum("ij,jk,ik->i", r, self.mat, r) / self.target
+        return ControlDraw(r, self.target, (float(ratios.min()), float(ratios.max())), method,
+                           per_frame, reason, self.reach, self.k_max,
+                           independent=method != "orthonormal")
+
+
+def independent_energy_controls(axis: np.ndarray, moments: EnergyMoments, n: int,
+                                seed: int = 0, reason: str = "") -> ControlDraw:
     """``n`` seeded control directions for edits along ``axis`` [d] on activations with
-    ``moments`` (module doc): matched when at least min(n, d − 1, ``min_frame``) orthogonal
-    directions can carry the axis' energy, else the fallback. Same seed, same controls.
+    ``moments``, drawn independently, each carrying the axis' energy exactly (module doc), or
+    the nearest random energy where none can ("unmatched"). Same seed, same controls.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.normal(size=(500, 8)) * np.array([4, 3, 2, 2, 1, 1, 1, 0.5])
+        >>> m = EnergyMoments.of(x)
+        >>> c = independent_energy_controls(np.eye(8)[1], m, n=5, seed=1)
+        >>> c.method, c.directions.shape, c.orthogonal, round(c.reach[1], 2)
+        ('independent', (5, 8), 2, 1.71)
+        >>> [round(m.energy(r) / c.target, 9) for r in c.directions]
+        [1.0, 1.0, 1.0, 1.0, 1.0]
+    """
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    sp = _Spectrum.of(axis, moments)
+    lam, t = sp.lam, sp.target
+    lo, hi = float(lam[-1]), float(lam[0])
+    method, goal = "independent", t
+    if not lo * (1 - 1e-12) <= t <= hi * (1 + 1e-12):
+        high = t > hi
+        goal = UNREACHABLE_CAP * hi if high else min(lo / UNREACHABLE_CAP, hi)
+        method = "unmatched"
+        reason = (f"no direction orthogonal to the axis carries its energy {t:.4g} where the "
+                  f"edits are applied (it is the {'top' if high else 'bottom'}-energy "
+                  f"direction; reachable {lo:.4g}..{hi:.4g}); controls are independent random "
+                  f"directions carrying {goal / t:.3f} of it, so a cut or keep-only along them "
+                  "does not move what the axis' does")
+    rng = np.random.default_rng(seed)
+    frames = [_tilted_frame(lam, rng.standard_normal((lam.size, 1)), goal) for _ in range(n)]
+    return sp.draw(frames, method, 1, n, reason)
+
+
+def energy_matched_controls(axis: np.ndarray, moments: EnergyMoments, n: int,
+                            seed: int = 0, min_frame: int = MIN_FRAME) -> ControlDraw:
+    """``n`` seeded control directions for edits along ``axis`` [d] on activations with
+    ``moments`` in orthonormal frames (module doc), where at least min(n, d − 1,
+    ``min_frame``) orthogonal directions can carry the axis' energy; else
+    :func:`independent_energy_controls`, the reason said. Same seed, same controls.
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -168,70 +198,30 @@ def energy_matched_controls(axis: np.ndarray, moments: EnergyMoments, n: int,
         >>> m = EnergyMoments.of(x)
         >>> c = energy_matched_controls(np.eye(8)[2], m, n=5, seed=1)
         >>> c.method, c.directions.shape, bool(abs(c.directions @ np.eye(8)[2]).max() < 1e-12)
-        ('matched', (5, 8), True)
+        ('orthonormal', (5, 8), True)
         >>> [round(m.energy(r) / m.energy(np.eye(8)[2]), 9) for r in c.directions]
         [1.0, 1.0, 1.0, 1.0, 1.0]
     """
     if n < 1:
         raise ValueError("n must be at least 1")
-    u = _unit(axis)
-    d = u.size
-    if d < 2:
-        raise ValueError("the axis must have at least 2 entries")
-    mat = moments.matrix
-    target = float(u @ mat @ u)
-    if not target > 0:
-        raise ValueError("the activations carry no energy along the axis (uᵀMu = 0)")
-    basis = _complement(u)  # [d, d-1], orthonormal, ⟂ u
-    lam, vecs = np.linalg.eigh(basis.T @ mat @ basis)
-    lam, vecs = np.clip(lam[::-1], 0, None), vecs[:, ::-1]  # descending
-    sizes = np.arange(1, d)
-    top, bottom = np.cumsum(lam) / sizes, np.cumsum(lam[::-1]) / sizes
-    slack = 1e-12 * target
-    feasible = np.flatnonzero((bottom <= target + slack) & (target <= top + slack))
-    k_max = int(sizes[feasible[-1]]) if feasible.size else 0
+    sp = _Spectrum.of(axis, moments)
+    d = sp.u.size
     want = min(n, d - 1, min_frame)
+    if sp.k_max < want:
+        few = ("no direction" if sp.k_max == 0 else
+               f"only {sp.k_max} mutually orthogonal direction{'s' * (sp.k_max > 1)}")
+        return independent_energy_controls(
+            axis, moments, n, seed,
+            reason=f"{few} orthogonal to the axis carr{'ies' if sp.k_max <= 1 else 'y'} its "
+                   f"energy {sp.target:.4g} where the edits are applied, fewer than the "
+                   f"{want} an orthonormal frame needs; controls are drawn independently")
     rng = np.random.default_rng(seed)
+    k = min(n, sp.k_max)
     frames: list[np.ndarray] = []
-    method, reason = "matched", ""
-    if k_max >= want:
-        k = min(n, k_max)
-        while sum(f.shape[1] for f in frames) < n:
-            q = _tilted_frame(lam, rng.standard_normal((d - 1, k)), target)
-            frames.append(_equalise(q, np.diag(lam), target, rng))
-    else:
-        k = want
-        high = target > top[k - 1]
-        method = "top_subspace" if high else "bottom_subspace"
-        idx = np.arange(k) if high else np.arange(d - 1 - k, d - 1)
-        side = "top" if high else "bottom"
-        few = (f"no direction orthogonal to the axis carries its energy {target:.4g} where "
-               f"the edits are applied (it is the {side}-energy direction)" if k_max == 0 else
-               f"only {k_max} mutually orthogonal directions orthogonal to the axis carry its "
-               f"energy {target:.4g} where the edits are applied (it is among the {side}-energy "
-               f"directions), fewer than the {k} independent controls asked for")
-        reason = (f"{few}; controls are random orthonormal directions of equal energy in the "
-                  f"{side}-{k} eigen-subspace orthogonal to the axis, carrying "
-                  f"{float(lam[idx].mean()) / target:.3f} of the axis' energy")
-        sub = np.eye(d - 1)[:, idx]
-        while sum(f.shape[1] for f in frames) < n:
-            q = sub @ _orth(rng.standard_normal((k, k)))
-            frames.append(_equalise(q, np.diag(lam), float(lam[idx].mean()), rng))
-    frames = [(basis @ (vecs @ q)).T for q in frames]
-    r = np.vstack(frames)[:n]
-    for _ in range(2):
-        r = r - np.outer(r @ u, u)
-    r = r / np.linalg.norm(r, axis=1, keepdims=True)
-    ratios = np.array([float(x @ mat @ x) for x in r]) / target
-    return ControlDraw(r, target, (float(ratios.min()), float(ratios.max())), method, k, reason)
-
-
-def _unit(v: np.ndarray) -> np.ndarray:
-    v = np.asarray(v, dtype=np.float64).ravel()
-    norm = float(np.linalg.norm(v))
-    if not norm > 0 or not math.isfinite(norm):
-        raise ValueError("the direction must be finite and non-zero")
-    return v / norm
+    while sum(f.shape[1] for f in frames) < n:
+        q = _tilted_frame(sp.lam, rng.standard_normal((d - 1, k)), sp.target)
+        frames.append(_equalise(q, np.diag(sp.lam), sp.target, rng))
+    return sp.draw(frames, "orthonormal", k, n)
 
 
 def _complement(u: np.ndarray) -> np.ndarray:

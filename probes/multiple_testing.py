@@ -33,3 +33,28 @@ def holm(p: object) -> np.ndarray:
     fill[order] = adj
     out[ok] = fill
     return out.reshape(a.shape)
+
+
+def holm_reach(p: object, n_null: object, index: int, alpha: float = 0.05) -> int:
+    """For permutation p-values p = (1 + c) / (n + 1) (c of n controls at least as extreme as
+    the effect), the most controls ``c`` that test ``index`` could have reached and still be
+    rejected by Holm at ``alpha``, the other tests as they are; −1 when not even c = 0 would
+    be. Its distance from the c observed is how far a verdict is from the permutation floor.
+
+    Example:
+        >>> holm_reach([1 / 21], [20], 0)  # at the floor: one more control withdraws it
+        0
+        >>> holm_reach([1 / 61, 1 / 61, 1 / 61], [60, 60, 60], 0)
+        2
+        >>> holm_reach([1 / 241, 0.5, 0.02], [240, 240, 240], 0)
+        3
+    """
+    q = np.asarray(p, dtype=np.float64).copy()
+    n = int(np.asarray(n_null).ravel()[index])
+    best = -1
+    for c in range(n + 1):
+        q[index] = (1 + c) / (n + 1)
+        if not holm(q)[index] <= alpha + 1e-12:
+            break
+        best = c
+    return best

@@ -14,10 +14,14 @@ from ..kit.errors import ExperimentError
 from ..kit.options import comma_floats, comma_ints
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded
 
+#: by default a primary verdict that no control reaches survives Holm even if this many more
+#: controls had reached it (:func:`controls_needed`): one more extreme control cannot flip it
+MARGIN = 3
+
 #: the spaces an edit direction lives in, and the control directions' nulls
 #: (:mod:`analyses.steer.nulls`)
 EDIT_SPACES = ("readout", "standardised")
-NULLS = ("energy", "variance", "norm", "pcs")
+NULLS = ("energy", "orthonormal", "variance", "norm", "pcs")
 
 
 @dataclass
@@ -41,13 +45,15 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
     keep_only: bool = option(True, "the keep-only condition", negate="--no-keep-only")
     shift_deltas: tuple[float, ...] = option((-2.0, -1.0, 1.0, 2.0), "shifts δ in units of σ",
                                              flag="--shift", parse=comma_floats)
-    n_random: int | None = option(None, "control directions per layer (default: the fewest "
-                                  "with which the primary family can survive Holm, ⌈m/0.05⌉ "
-                                  "for m conditions)", min=1)
-    null: str = option("energy", "control directions: random, carrying the axis' energy where "
-                       "the edits are applied (energy); with its variance over the fitted "
-                       "final-token activations (variance); with its norm; or the other PCs",
-                       choices=NULLS)
+    n_random: int | None = option(None, "control directions per layer (default: enough that a "
+                                  "primary verdict no control reaches survives Holm with "
+                                  f"{MARGIN} to spare, ⌈{MARGIN + 1}m/0.05⌉ for m "
+                                  "conditions)", min=1)
+    null: str = option("energy", "control directions: drawn independently, each carrying the "
+                       "axis' energy where the edits are applied (energy); the same in "
+                       "mutually orthogonal frames where those can (orthonormal); with its "
+                       "variance over the fitted final-token activations (variance); with its "
+                       "norm; or the other PCs", choices=NULLS)
     quick: bool = option(False, "a minutes-long smoke run (10 prompts per k or 60 prompts, a "
                          "full cut and keep-only, 10 controls): says that nothing in it can "
                          "survive Holm")
@@ -92,14 +98,14 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
 
     def sized(self) -> SteerConfig:
         """The configuration that runs: ``quick`` shrinks prompts, conditions and controls;
-        ``n_random`` None becomes :func:`controls_needed`."""
+        ``n_random`` None becomes :func:`controls_needed` with :data:`MARGIN`."""
         c = self
         if c.quick:
             c = replace(c, n_per_k=min(c.n_per_k, 10), n_prompts=min(c.n_prompts, 60),
                         cut_fractions=(1.0,), shift_deltas=(), keep_only=True,
                         n_random=c.n_random or QUICK_CONTROLS)
         if c.n_random is None:
-            c = replace(c, n_random=controls_needed(c.n_conditions))
+            c = replace(c, n_random=controls_needed(c.n_conditions, margin=MARGIN))
         return c
 
 
@@ -107,12 +113,15 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
 QUICK_CONTROLS = 10
 
 
-def controls_needed(n_conditions: int, alpha: float = 0.05) -> int:
-    """The fewest controls whose permutation floor 1/(n + 1) lies below α/m, so that the primary
-    family of ``n_conditions`` = m tests can survive Holm.
+def controls_needed(n_conditions: int, alpha: float = 0.05, margin: int = 0) -> int:
+    """The fewest controls n with which the primary family of ``n_conditions`` = m tests can
+    survive Holm even if ``margin`` of them reach the axis: (1 + margin) / (n + 1) < α/m.
+    ``margin`` 0 is the permutation floor itself; the default run takes :data:`MARGIN`.
 
     Example:
-        >>> controls_needed(6), controls_needed(4), controls_needed(1)
-        (120, 80, 20)
+        >>> controls_needed(6), controls_needed(3), controls_needed(1)
+        (120, 60, 20)
+        >>> controls_needed(3, margin=MARGIN), controls_needed(4, margin=MARGIN)
+        (240, 320)
     """
-    return math.ceil(n_conditions / alpha - 1e-9)
+    return math.ceil((1 + margin) * n_conditions / alpha - 1e-9)

@@ -5,8 +5,11 @@ One row reads the clean axis (Paper III's read-out, no control), then one row pe
 edit -- the largest cut, keep-only, the strongest shift each way, and any other surviving
 condition -- each the run's declared primary test: the change in KL(Bayes ‖ model) under the
 edit along the entropy axis against the same edit along the control directions, its Holm p
-over the primary family and the controls' effective number. Every verdict is the run's own
-(``EffectStat.survives``); none where the run withheld it or was a quick run.
+over the primary family, how many controls reached it and how many could before the verdict
+falls, the parametric p or why it is withheld, the energy the controls moved against the
+axis' and the effective number of their effects. Every verdict is the run's own
+(``EffectStat.survives``); none where the run withheld it (``EffectStat.withheld``: the
+controls do not move the axis' energy, or too few independent draws) or was a quick run.
 
 Example:
     >>> _label("cut+1"), _label("cut+0.5"), _label("keep_only"), _label("shift-2")
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import math
 
-from ...probes.energy_controls import EFFECTIVE_FLOOR
 from ..kit.findings import Finding, sig
 from .result import EffectStat, SteerResult
 from .stats import PRIMARY_EFFECT, PRIMARY_METRIC, p_text
@@ -26,10 +28,16 @@ from .stats import PRIMARY_EFFECT, PRIMARY_METRIC, p_text
 #: the most condition rows a verdict table gets
 MAX_CONDITIONS = 5
 
-NULL_NAMES = {"energy": "energy-matched control directions",
-              "variance": "variance-matched control directions",
-              "norm": "norm-matched control directions",
-              "pcs": "other principal components"}
+#: the controls in words, by :attr:`analyses.steer.result.ControlSet.method`
+METHOD_NAMES = {"independent": "independent random directions, each carrying the axis' energy "
+                               "exactly where the edits are applied",
+                "orthonormal": "random directions in orthonormal frames, each carrying the "
+                               "axis' energy where the edits are applied",
+                "unmatched": "independent random directions (no direction carries the axis' "
+                             "energy where the edits are applied)",
+                "variance": "variance-matched random directions",
+                "norm": "norm-matched random directions",
+                "pcs": "other principal components"}
 
 
 def _param(cond: str) -> float:
@@ -69,9 +77,10 @@ def headline_conditions(r: SteerResult) -> list[str]:
     return [c for c in r.conditions if c in pick][:MAX_CONDITIONS]
 
 
-def n_effective(r: SteerResult) -> float:
-    """The controls' effective number (the smallest over the edited layers)."""
-    return min((c.n_effective for c in r.controls.values()), default=math.nan)
+def controls_name(r: SteerResult) -> str:
+    """The run's controls in words (each layer's method, once)."""
+    methods = dict.fromkeys(c.method for c in r.controls.values())
+    return "; ".join(METHOD_NAMES.get(m, m) for m in methods) or r.null
 
 
 def _readout(r: SteerResult) -> Finding:
@@ -87,38 +96,56 @@ def _readout(r: SteerResult) -> Finding:
         undefined=why)
 
 
-def _no_verdict(r: SteerResult) -> str:
-    """Why no condition gets a verdict ('' when they do)."""
+def _no_verdict(r: SteerResult, st: EffectStat) -> str:
+    """Why this condition gets no verdict ('' when it does)."""
     if r.quick:
         return "quick run: not a result"
-    if r.verdict_withheld:
-        return (f"verdict withheld: the {r.n_random} controls amount to {sig(n_effective(r))} "
-                f"independent directions (fewer than {EFFECTIVE_FLOOR})")
-    return ""
+    return f"verdict withheld: {st.withheld}" if st.withheld else ""
+
+
+def reach_text(st: EffectStat) -> str:
+    """How far the permutation verdict is from the floor: the controls that reached the axis
+    and the most with which the verdict would stand.
+
+    Example:
+        >>> reach_text(EffectStat(0.1, 0.0, 1 / 241, 9.0, n_null=240, n_reached=0,
+        ...                       n_reached_max=3, survives=True))
+        '0 of 240 controls reached it; it survives up to 3 (margin 3)'
+    """
+    if st.n_reached < 0:
+        return "no permutation p"
+    head = f"{st.n_reached} of {st.n_null} controls reached it"
+    if st.survives:
+        return (f"{head}; it survives up to {st.n_reached_max} (margin "
+                f"{st.n_reached_max - st.n_reached})")
+    if st.n_reached_max < 0:
+        return f"{head}; it could not survive even if none had"
+    return f"{head}; it would survive with at most {st.n_reached_max}"
 
 
 def _edit_row(r: SteerResult, cond: str, st: EffectStat) -> Finding:
     m = len(r.conditions)
-    null = NULL_NAMES.get(r.null, r.null)
-    control = (f"{r.n_random} {null} (effective number {sig(n_effective(r))}): mean "
-               f"{sig(st.null_mean)} bits")
+    control = (f"{r.n_random} {controls_name(r)}: mean {sig(st.null_mean)} ± "
+               f"{sig(st.null_std)} bits")
     side = ("larger" if abs(st.axis) > abs(st.null_mean) else "smaller") \
         if math.isfinite(st.axis) and math.isfinite(st.null_mean) else "undefined"
+    parametric = (f"parametric p (Holm, primary) {sig(st.p_z_holm_primary)}"
+                  if math.isfinite(st.p_z_holm_primary) else
+                  f"parametric p withheld: {st.parametric_withheld or 'undefined'}")
     evidence = [f"p (Holm, primary family of {m}) {sig(st.p_holm_primary)}",
-                f"raw p {p_text(st.p, st.n_null, st.at_floor)}",
-                *([f"parametric p (Holm, primary) {sig(st.p_z_holm_primary)}"]
-                  if math.isfinite(st.p_z_holm_primary) else []),
-                f"|effect| {side} than the controls'",
-                f"energy moved: axis {sig(st.energy_axis)}, controls {sig(st.energy_null)}"]
-    why = _no_verdict(r)
+                f"raw p {p_text(st.p, st.n_null, st.at_floor)}: {reach_text(st)}",
+                parametric, f"|effect| {side} than the controls'",
+                f"energy moved, controls / axis {st.energy_ratio_min:.3f}–"
+                f"{st.energy_ratio_max:.3f}",
+                f"effective number of the controls' effects {sig(st.n_effective)} (effects "
+                f"sharing nothing: {sig(st.n_effective_independent)})"]
+    why = _no_verdict(r, st)
     survives: bool | None = None if why else st.survives
     if why:
         evidence.insert(0, why)
     elif r.n_random < r.controls_needed:
         evidence.append(f"with {r.n_random} controls no permutation p can survive Holm "
                         f"(needs {r.controls_needed})")
-    if not why and not r.controls_adequate:
-        evidence.append("controls do not carry the axis' energy: see the caveats")
     if r.notes:
         evidence.append("confound: " + r.notes[0].split(":")[0])
     return Finding(

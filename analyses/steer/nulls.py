@@ -12,14 +12,20 @@ Edit spaces (the axis is fitted in a standardised space, :class:`probes.EntropyA
 
 Nulls (``n`` control directions per layer, unit, orthogonal to u; layer ℓ seeded seed + 1000·ℓ):
 
-* ``energy`` (default) -- :func:`probes.energy_controls.energy_matched_controls`: random
-  directions r carrying the axis' *energy where the edits are applied*, rᵀMr = uᵀMu with M the
-  uncentred second moment of the clean activations at every edited position of the scored
-  prompts, so a cut or keep-only along a control removes exactly what it removes along the
-  axis (a shift moves every direction by the same δσ); mutually orthogonal where the spectrum
-  allows, so that they are near-independent draws. Where no direction orthogonal to u carries
-  that energy (u is the top-energy direction), the stated fallback: random orthonormal
-  directions of equal energy in the top eigen-subspace, their energy ratio recorded;
+* ``energy`` (default) -- :func:`probes.energy_controls.independent_energy_controls`: random
+  directions r drawn independently, each carrying the axis' *energy where the edits are
+  applied* exactly, rᵀMr = uᵀMu with M the uncentred second moment of the clean activations at
+  every edited position of the scored prompts, so a cut or keep-only along a control removes
+  exactly what it removes along the axis (a shift moves every direction by the same δσ).
+  Independent draws are exchangeable with the axis under the null that it is one more, so the
+  permutation p among them is exact. Where no direction orthogonal to u carries that energy
+  (u is the top- or bottom-energy direction), the controls carry the nearest energy that
+  leaves them random, the method "unmatched" and the reason stated: cuts and keep-only then
+  get no verdict;
+* ``orthonormal`` -- :func:`probes.energy_controls.energy_matched_controls`: the same energy in
+  mutually orthogonal frames, only where at least 20 orthogonal directions can carry it (else
+  the independent draws, the reason stated); frames are not independent draws, so the null
+  rests on the effective number of their effects;
 * ``variance`` -- :func:`interp.variance_matched_controls`: random directions with
   Var(x·r) = Var(x·u) over the *fitted* clean final-token activations (centred: not what an
   edit at every position removes);
@@ -29,7 +35,8 @@ Nulls (``n`` control directions per layer, unit, orthogonal to u; layer ℓ seed
   a PC1 axis), mapped to raw space like u and orthogonalised against it.
 
 Every null's controls are described by :class:`ControlSet` (their energy ratio to the axis over
-the edited positions, method, effective number :func:`probes.effective_number.effective_number`).
+the edited positions, method, whether they are independent draws, how spread their directions
+are, :func:`probes.effective_number.effective_number`).
 """
 
 from __future__ import annotations
@@ -45,7 +52,12 @@ from ...infotheory import pearson
 from ...interp.interventions import DirectionEdit
 from ...probes import EntropyAxis, fit_pca
 from ...probes.effective_number import effective_number
-from ...probes.energy_controls import EnergyMoments, energy_matched_controls
+from ...probes.energy_controls import (
+    ControlDraw,
+    EnergyMoments,
+    energy_matched_controls,
+    independent_energy_controls,
+)
 from .config import EDIT_SPACES, NULLS
 from .result import ControlSet
 
@@ -95,22 +107,29 @@ def constant_safe_corr(a: np.ndarray, b: np.ndarray, sigma: float) -> float:
 
 
 def controls(la: LayerAxis, x: np.ndarray, moments: EnergyMoments, null: str, n: int,
-             seed: int) -> tuple[np.ndarray, str, str]:
+             seed: int) -> ControlDraw:
     """``n`` unit control directions [n, F] (float64) orthogonal to ``la.unit`` (module doc),
-    for fitted activations ``x`` [N, F] and the ``moments`` of the edited positions; with the
-    method that drew them and why it fell back ("" if it did not)."""
+    for fitted activations ``x`` [N, F] and the ``moments`` of the edited positions, with how
+    they were drawn (for the nulls other than the energy ones: the null's name as method,
+    independent draws except the PCs)."""
     u = torch.as_tensor(la.unit, dtype=torch.float64)
     if null == "energy":
-        draw = energy_matched_controls(la.unit, moments, n, seed=seed)
-        return draw.directions, draw.method, draw.reason
+        return independent_energy_controls(la.unit, moments, n, seed=seed)
+    if null == "orthonormal":
+        return energy_matched_controls(la.unit, moments, n, seed=seed)
     if null == "variance":
-        return interp.variance_matched_controls(u, torch.as_tensor(x, dtype=torch.float64), n,
-                                                seed=seed).numpy(), null, ""
-    if null == "norm":
-        return interp.random_controls(u, n, seed=seed).numpy(), null, ""
-    if null == "pcs":
-        return _pc_controls(la, x, n), null, ""
-    raise ValueError(f"null must be one of {', '.join(NULLS)}, got {null!r}")
+        r = interp.variance_matched_controls(u, torch.as_tensor(x, dtype=torch.float64), n,
+                                             seed=seed).numpy()
+    elif null == "norm":
+        r = interp.random_controls(u, n, seed=seed).numpy()
+    elif null == "pcs":
+        r = _pc_controls(la, x, n)
+    else:
+        raise ValueError(f"null must be one of {', '.join(NULLS)}, got {null!r}")
+    r = r / np.linalg.norm(r, axis=1, keepdims=True)
+    ratios = np.array([moments.energy(v) for v in r]) / moments.energy(la.unit)
+    return ControlDraw(r, moments.energy(la.unit), (float(ratios.min()), float(ratios.max())),
+                       null, 1, independent=null != "pcs")
 
 
 def _pc_controls(la: LayerAxis, x: np.ndarray, n: int) -> np.ndarray:
@@ -160,11 +179,12 @@ def edit_directions(reads: dict[int, LayerAxis], acts: dict[int, np.ndarray],
     layers = sorted(reads)
     ctrl, sets = {}, {}
     for L in layers:
-        ctrl[L], method, reason = controls(reads[L], acts[L], moments[L], null, n,
-                                           seed + 1000 * L)
+        draw = controls(reads[L], acts[L], moments[L], null, n, seed + 1000 * L)
+        ctrl[L] = draw.directions
         target = moments[L].energy(reads[L].unit)
         ratios = np.array([moments[L].energy(r) for r in ctrl[L]]) / target
-        sets[L] = ControlSet.of(ratios, effective_number(ctrl[L], moments[L]), method, reason)
+        sets[L] = ControlSet.of(ratios, effective_number(ctrl[L], moments[L]), draw.method,
+                                draw.reason, draw.independent, draw.reach, draw.orthogonal)
     names = ["axis", *(f"control-{i}" for i in range(n))]
     per_layer = [[torch.as_tensor(reads[L].unit).float() for L in layers]]
     per_layer += [[torch.as_tensor(ctrl[L][i]).float() for L in layers] for i in range(n)]

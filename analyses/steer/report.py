@@ -11,14 +11,15 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ...probes.energy_controls import EFFECTIVE_FLOOR
+from ...probes.energy_controls import EFFECTIVE_FLOOR, ENERGY_TOLERANCE
+from ...probes.null_test import NORMALITY_ALPHA
 from ..kit.findings import findings_text
 from ..kit.html import COLORS, html_report
 from .findings import findings
 from .passes import EFFECTS
-from .result import SteerResult
+from .result import EffectStat, SteerResult
 from .scores import RELATIVE_METRICS
-from .stats import p_text, shortfalls
+from .stats import p_text
 
 #: (kind, metric, y label) panels of the dose–response figure
 #: what to look for in :func:`dose_response`
@@ -110,7 +111,9 @@ def per_group(table: pd.DataFrame, result: SteerResult) -> go.Figure:
 
 def effects_view(effects: pd.DataFrame) -> pd.DataFrame:
     """The effects table for reading: raw p (floor shown as "≤ 1/(n+1)"), its Holm adjustments,
-    the parametric z-test (labelled so), survival of the primary test and the energies moved."""
+    the controls that reached the axis, the parametric z-test (labelled so; withheld where the
+    controls' effects are not normal), survival of the primary test or why it is withheld, the
+    energies moved and the effective number of the controls' effects."""
     keep = ["d_mae", "d_corr", "d_kl_bayes", "d_h_model", "kl_clean", "top1_flip",
             "d_axis_corr", "d_axis_proj_corr"]
     e = effects[effects["metric"].isin(keep)].copy()
@@ -121,13 +124,18 @@ def effects_view(effects: pd.DataFrame) -> pd.DataFrame:
     e = e.rename(columns={"p_z": "p_z (parametric)",
                           "p_z_holm_primary": "p_z_holm_primary (parametric)"})
     return e[["condition", "effect", "metric", "axis", "null_mean", "null_std", "p", "p_holm",
-              "primary", "p_holm_primary", "survives", "z", "p_z (parametric)",
-              "p_z_holm_primary (parametric)", "survives_parametric", "verdict_withheld",
-              "energy_axis", "energy_null"]]
+              "primary", "p_holm_primary", "n_reached", "n_reached_max", "survives",
+              "withheld", "z", "shapiro_p", "p_z (parametric)",
+              "p_z_holm_primary (parametric)", "survives_parametric", "energy_axis",
+              "energy_null", "energy_ratio_min", "energy_ratio_max", "n_effective",
+              "n_effective_independent", "n_draws"]]
 
 
-NULL_TEXT = {"energy": "random directions orthogonal to the axis (and, where the spectrum "
-                       "allows, to each other) carrying its energy where the edits are applied",
+NULL_TEXT = {"energy": "random directions orthogonal to the axis, drawn independently, each "
+                       "carrying its energy where the edits are applied",
+             "orthonormal": "random directions orthogonal to the axis, in mutually orthogonal "
+                            "frames where those can carry its energy where the edits are "
+                            "applied (else drawn independently)",
              "variance": "random directions orthogonal to the axis carrying its variance over "
                          "the fitted final-token activations (not the energy an edit removes "
                          "where it is applied)",
@@ -141,11 +149,18 @@ EDIT_TEXT = {"readout": "the axis' raw-space readout direction",
 
 
 def controls_text(r: SteerResult) -> str:
-    """Per layer: the controls' energy / the axis' energy where the edits are applied, how they
-    were drawn and how many independent controls they amount to."""
-    return "; ".join(f"L{k} energy ratio {v.energy_ratio_min:.3f}–{v.energy_ratio_max:.3f}, "
-                     f"{v.method}, effective number {v.n_effective:.1f} of {r.n_random} "
-                     f"(mean |cos| {v.mean_abs_cos:.2f})" for k, v in r.controls.items())
+    """Per layer: how the controls were drawn, their energy / the axis' energy where the edits
+    are applied, the energy one direction orthogonal to the axis can carry and how many
+    mutually orthogonal ones can carry the axis'."""
+    out = []
+    for k, v in r.controls.items():
+        reach = (f"; one direction ⟂ axis carries {v.reach_min:.2f}–{v.reach_max:.2f}× its "
+                 f"energy, {v.orthogonal} mutually orthogonal ones can carry it exactly"
+                 if np.isfinite(v.reach_max) else "")
+        out.append(f"L{k} {v.method}{'' if v.independent else ' (not independent draws)'}, "
+                   f"energy ratio {v.energy_ratio_min:.3f}–{v.energy_ratio_max:.3f}{reach} "
+                   f"(directions: mean |cos| {v.mean_abs_cos:.2f})")
+    return "; ".join(out)
 
 
 def setup_text(r: SteerResult) -> str:
@@ -160,36 +175,44 @@ def setup_text(r: SteerResult) -> str:
     return (f"Edits along {EDIT_TEXT.get(r.edit_space, r.edit_space)} at "
             f"{', '.join(r.sites)} ({r.positions} positions), against {r.n_random} controls "
             f"per layer: {NULL_TEXT.get(r.null, r.null)}; {controls_text(r)}. Energy = mean "
-            "‖x' − x‖² / mean ‖x‖² over every edited position of the clean pass. "
-            f"Effects: {'; '.join(effects)}. {vocab.capitalize()}. p = (1 + #{{|control| ≥ "
-            f"|axis|}}) / (n + 1), never below ≤ 1/{r.n_random + 1}; Holm over all tests "
-            f"(p_holm) and over the primary family, {r.primary}, one test per condition "
-            "(p_holm_primary); z against the controls with a parametric p (p_z: Student t "
-            "with the controls' effective number − 1 degrees of freedom). "
-            "axis_corr = corr(x'·u, H) cannot move under a cut (NaN after a full one); "
-            "axis_proj_corr is Paper III's read-out, corr(axis.project(x'), H). "
+            "‖x' − x‖² / mean ‖x‖² over every edited position of the clean pass; a condition "
+            f"whose controls move other than 1 ± {ENERGY_TOLERANCE:g} of the axis' energy gets "
+            f"no verdict. Effects: {'; '.join(effects)}. {vocab.capitalize()}. p = (1 + "
+            f"#{{|control| ≥ |axis|}}) / (n + 1), never below ≤ 1/{r.n_random + 1}; Holm over "
+            f"all tests (p_holm) and over the primary family, {r.primary}, one test per "
+            "condition (p_holm_primary); n_reached: controls at least as extreme as the axis, "
+            "n_reached_max: the most with which the verdict would stand. z against the "
+            "controls with a parametric p (p_z: the axis as one more draw of a normal null, "
+            "Student t with n_draws − 1 degrees of freedom), given only where the controls' "
+            f"effects pass Shapiro–Wilk at {NORMALITY_ALPHA:g}. n_effective: the participation "
+            "ratio of the correlations of the controls' per-prompt ΔKL(Bayes ‖ model), how "
+            "many distinct effects they have (n_effective_independent: what effects sharing "
+            "nothing give); n_draws: the independent draws the null rests on (the controls' "
+            "count when drawn independently), a verdict needs "
+            f"{EFFECTIVE_FLOOR}. axis_corr = corr(x'·u, H) cannot move under a cut (NaN after a "
+            "full one); axis_proj_corr is Paper III's read-out, corr(axis.project(x'), H). "
             + control_caveats(r))
 
 
 def control_caveats(r: SteerResult) -> str:
-    """Plain warnings where the controls fall short of the null they stand for: energy not
-    matched where the edits are applied (with the fallback's reason), or too few independent
-    controls (every verdict withheld)."""
+    """Plain warnings where the controls fall short of the null they stand for: a layer's
+    controls that do not carry the axis' energy (with the reason), and each primary test
+    whose verdict is withheld."""
     out = []
     for k, c in r.controls.items():
-        unmatched, collapsed = shortfalls(c)
         if c.reason:
             out.append(f"L{k}: {c.reason}.")
-        if unmatched:
+        if not c.matched:
             out.append(f"L{k}: the controls carry {c.energy_ratio_min:.3f}–"
                        f"{c.energy_ratio_max:.3f} of the axis' energy where the edits are "
                        "applied, so a cut or keep-only along them moves "
-                       f"{'less' if c.energy_ratio_max < 1 else 'more'} than along the axis "
-                       "(compare the energies).")
-        if collapsed:
-            out.append(f"L{k}: the {r.n_random} controls amount to {c.n_effective:.1f} "
-                       f"independent ones (fewer than {EFFECTIVE_FLOOR}): every verdict is "
-                       "withheld.")
+                       f"{'less' if c.energy_ratio_max < 1 else 'more'} than along the axis: "
+                       "those conditions get no verdict (shifts move δσ along any direction "
+                       "and keep theirs).")
+    for cond, effs in r.headline.items():
+        st = effs.get("total", {}).get("d_kl_bayes")
+        if st is not None and st.withheld:
+            out.append(f"{cond}: no verdict, {st.withheld}.")
     return " ".join(out)
 
 
@@ -213,16 +236,17 @@ def survival_text(s: SteerResult) -> str:
     n = len(s.conditions)
     quick = "Quick run: a smoke test, not a result. " if s.quick else ""
     if s.verdict_withheld:
-        return (f"{quick}Primary test {s.primary}: no verdict. The controls amount to fewer "
-                f"than {EFFECTIVE_FLOOR} independent directions, so neither the permutation p "
-                "nor the parametric one can say whether the axis differs from them.")
+        return (f"{quick}Primary test {s.primary}: no verdict on any condition (the caveats "
+                "say why).")
     perm = ", ".join(_signed(s, c) for c in s.survivors) or "none"
     par = ", ".join(_signed(s, c) for c in s.survivors_parametric) or "none"
     text = (f"Primary test {s.primary}, Holm over {n} condition(s) at 0.05: survives with "
-            f"the permutation p: {perm}; with the parametric test: {par}.")
-    if not s.controls_adequate:
-        text += (" The controls do not carry the axis' energy where the edits are applied "
-                 "(see the caveats): a surviving effect may be that difference.")
+            f"the permutation p: {perm}; with the parametric test (where the controls' "
+            f"effects are normal): {par}.")
+    withheld = [c for c, effs in s.headline.items()
+                if effs.get("total", {}).get("d_kl_bayes", _NONE).withheld]
+    if withheld:
+        text += f" No verdict on {', '.join(withheld)} (the caveats say why)."
     if s.n_random < s.controls_needed:
         text += (f" With {s.n_random} controls the smallest permutation p is 1/"
                  f"{s.n_random + 1} = {1 / (s.n_random + 1):.3f}, and Holm over {n} needs < "
@@ -231,14 +255,20 @@ def survival_text(s: SteerResult) -> str:
     return quick + text
 
 
+_NONE = EffectStat(float("nan"), float("nan"), float("nan"), float("nan"))
+
+
 def _signed(s: SteerResult, cond: str) -> str:
-    """A surviving condition with the direction of its difference: the tests are two-sided,
-    so an axis effect *smaller* than every control's survives too (the axis matters less)."""
+    """A surviving condition with the direction of its difference and its margin: the tests
+    are two-sided, so an axis effect *smaller* than every control's survives too (the axis
+    matters less)."""
     stat = s.headline.get(cond, {}).get("total", {}).get("d_kl_bayes")
     if stat is None or not np.isfinite(stat.z):
         return cond
     side = "larger" if abs(stat.axis) > abs(stat.null_mean) else "smaller"
-    return f"{cond} (|effect| {side} than the controls', z = {stat.z:+.1f})"
+    return (f"{cond} (|effect| {side} than the controls', z = {stat.z:+.1f}, "
+            f"{stat.n_reached} of {stat.n_null} controls reach it, up to "
+            f"{stat.n_reached_max} could)")
 
 
 def format_summary(s: SteerResult) -> str:
@@ -263,7 +293,7 @@ def details_text(s: SteerResult) -> str:
             + "; controls: " + controls_text(s))
     lines = [head, f"{'condition':<12} {'effect':<11} {'ΔMAE bits (p)':>20} "
              f"{'ΔKL→Bayes (p)':>20} {'KL→clean (p)':>20} {'flips':>6} {'Δaxis corr':>11} "
-             f"{'ΔP3 read-out':>12} {'energy axis/ctrl':>17}"]
+             f"{'ΔP3 read-out':>12} {'energy axis':>11} {'ctrl/axis':>13} {'n_eff':>5}"]
     for cond, effs in s.headline.items():
         for eff, mets in effs.items():
             def cell(k: str, mets: dict = mets) -> str:
@@ -275,15 +305,18 @@ def details_text(s: SteerResult) -> str:
             def val(k: str, mets: dict = mets) -> float | None:
                 return mets[k].axis if k in mets else None
 
-            any_stat = next(iter(mets.values()), None)
-            energy = (f"{_f(any_stat.energy_axis, 4)}/{_f(any_stat.energy_null, 4)}"
-                      if any_stat else "n/a")
+            st = mets.get("d_kl_bayes") or next(iter(mets.values()), _NONE)
+            ratio = (f"{st.energy_ratio_min:.3f}" if abs(st.energy_ratio_max
+                                                       - st.energy_ratio_min) < 5e-4
+                     else f"{st.energy_ratio_min:.3f}–{st.energy_ratio_max:.3f}")
             lines.append(f"{cond:<12} {eff:<11} {cell('d_mae'):>20} {cell('d_kl_bayes'):>20} "
                          f"{cell('kl_clean'):>20} {_f(val('top1_flip'), 2):>6} "
                          f"{_f(val('d_axis_corr'), 2):>11} {_f(val('d_axis_proj_corr'), 2):>12}"
-                         f" {energy:>17}")
-    lines.append("P3 read-out: Paper III's corr(axis.project(x'), H); energy: mean ‖x'−x‖² / "
-                 "mean ‖x‖²; p: permutation against the controls, unadjusted.")
+                         f" {_f(st.energy_axis, 4):>11} {ratio:>13} {_f(st.n_effective, 1):>5}")
+    lines.append("P3 read-out: Paper III's corr(axis.project(x'), H); energy axis: mean "
+                 "‖x'−x‖² / mean ‖x‖²; ctrl/axis: the controls' energy over the axis' (min–max); "
+                 "n_eff: effective number of the controls' per-prompt ΔKL→Bayes; p: "
+                 "permutation against the controls, unadjusted.")
     lines.append(survival_text(s))
     caveats = control_caveats(s)
     notes = [f"note: {n}" for n in s.notes]

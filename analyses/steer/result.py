@@ -10,18 +10,26 @@ import numpy as np
 from ...infotheory import Calibration
 from ...interp.model import ModelInfo
 from ...probes.effective_number import EffectiveNumber
+from ...probes.energy_controls import ENERGY_TOLERANCE
 
 
 @dataclass(frozen=True)
 class EffectStat:
     """The axis effect on one metric against its control directions (one row of
-    ``effects.parquet``, :mod:`analyses.steer.stats`): the null's mean, the permutation p
-    (``at_floor``: p = 1/(n_null + 1), nothing smaller is attainable), its Holm adjustments over
-    all tests (``p_holm``) and over the primary family (``p_holm_primary``, NaN off it), the
-    z-score with its *parametric* normal p (``p_z``, ``p_z_holm_primary``), whether the test
-    is the condition's ``primary`` one and survives (``survives``: p_holm_primary ≤ 0.05;
-    ``survives_parametric``: p_z_holm_primary ≤ 0.05), and the energy (fraction of mean ‖x‖²)
-    the axis edit and the controls (mean) moved."""
+    ``effects.parquet``, :mod:`analyses.steer.stats`): the null's mean and spread, the
+    permutation p (``at_floor``: p = 1/(n_null + 1), nothing smaller is attainable), its Holm
+    adjustments over all tests (``p_holm``) and over the primary family (``p_holm_primary``,
+    NaN off it), ``n_reached`` controls at least as extreme as the axis and ``n_reached_max``,
+    the most with which the primary verdict would still stand (−1: none); the z-score with its
+    *parametric* p (``p_z``, ``p_z_holm_primary``; NaN where the controls' effects fail the
+    normality check, ``shapiro_p``, and ``parametric_withheld`` says why); the effective
+    number of the controls' effects (``n_effective``; ``n_effective_independent``: what
+    effects sharing nothing give) and the independent draws the null rests on (``n_draws``);
+    whether the test is the condition's ``primary`` one and survives (``survives``:
+    p_holm_primary ≤ 0.05; ``survives_parametric``: p_z_holm_primary ≤ 0.05), or why it gets
+    no verdict (``withheld``); the energy (fraction of mean ‖x‖²) the axis edit and the
+    controls (mean) moved, and control / axis over controls and layers
+    (``energy_ratio_min``/``_max``)."""
 
     axis: float
     null_mean: float
@@ -38,13 +46,27 @@ class EffectStat:
     survives_parametric: bool = False
     energy_axis: float = float("nan")
     energy_null: float = float("nan")
+    null_std: float = float("nan")
+    energy_ratio_min: float = float("nan")
+    energy_ratio_max: float = float("nan")
+    shapiro_p: float = float("nan")
+    parametric_withheld: str = ""
+    n_effective: float = float("nan")
+    n_effective_independent: float = float("nan")
+    n_draws: float = float("nan")
+    n_reached: int = -1
+    n_reached_max: int = -1
+    withheld: str = ""
 
     @classmethod
     def of(cls, row: dict) -> EffectStat:
         """From an ``effects.parquet`` record."""
         flags = ("at_floor", "primary", "survives", "survives_parametric")
+        ints = ("n_null", "n_reached", "n_reached_max")
+        texts = ("parametric_withheld", "withheld")
         return cls(**{f.name: (bool(row[f.name]) if f.name in flags else
-                               int(row[f.name]) if f.name == "n_null" else float(row[f.name]))
+                               int(row[f.name]) if f.name in ints else
+                               str(row[f.name]) if f.name in texts else float(row[f.name]))
                       for f in fields(cls) if f.name in row})
 
 
@@ -52,29 +74,44 @@ class EffectStat:
 class ControlSet:
     """A layer's control directions r (:mod:`analyses.steer.nulls`): the energy each carries
     where the edits are applied, rᵀMr / uᵀMu over every edited position of the clean pass (u:
-    the edit direction; min, median, max: 1 for a matched energy null, so a cut or keep-only
-    along a control removes what the axis' removes); ``method`` that drew them ("matched",
-    the fallbacks "top_subspace"/"bottom_subspace" with their ``reason``, or the null's name);
-    ``mean_abs_cos`` between controls; the effective number of independent controls
-    (:func:`probes.effective_number.effective_number`: ``n_effective`` = the participation ratio
-    of their Gram matrix, ``n_effective_energy`` that of the energy-weighted one, beside))."""
+    the edit direction; min, median, max: 1 for the energy null, so a cut or keep-only along a
+    control removes what the axis' removes); ``method`` that drew them ("independent",
+    "orthonormal", "unmatched" with its ``reason``, or the null's name) and whether they are
+    ``independent`` draws; ``mean_abs_cos`` between controls and the participation ratios of
+    their Gram matrix (``n_effective_euclidean``) and energy-weighted Gram
+    (``n_effective_energy``): how spread the *directions* are, not how many independent
+    effects they have (that is :attr:`EffectStat.n_effective`); ``reach_min``/``reach_max``:
+    the least and most energy a direction orthogonal to u carries, over uᵀMu (a matched
+    control exists iff reach_min ≤ 1 ≤ reach_max), and ``orthogonal``: how many mutually
+    orthogonal ones can carry it (NaN/0 for the other nulls)."""
 
     energy_ratio_min: float
     energy_ratio_median: float
     energy_ratio_max: float
     mean_abs_cos: float
-    n_effective: float
     n_effective_euclidean: float
     n_effective_energy: float
     method: str
     reason: str = ""
+    independent: bool = True
+    reach_min: float = float("nan")
+    reach_max: float = float("nan")
+    orthogonal: int = 0
 
     @classmethod
-    def of(cls, ratios: object, eff: EffectiveNumber, method: str, reason: str = ""
-           ) -> ControlSet:
+    def of(cls, ratios: object, eff: EffectiveNumber, method: str, reason: str = "",
+           independent: bool = True, reach: tuple[float, float] = (float("nan"), float("nan")),
+           orthogonal: int = 0) -> ControlSet:
         r = np.asarray(ratios, dtype=np.float64)
         return cls(float(r.min()), float(np.median(r)), float(r.max()), eff.mean_abs_cos,
-                   eff.value, eff.euclidean, eff.energy, method, reason)
+                   eff.euclidean, eff.energy, method, reason, independent, float(reach[0]),
+                   float(reach[1]), int(orthogonal))
+
+    @property
+    def matched(self) -> bool:
+        """Whether every control carries the axis' energy (within the tolerance)."""
+        return bool(self.energy_ratio_min >= 1 - ENERGY_TOLERANCE
+                    and self.energy_ratio_max <= 1 + ENERGY_TOLERANCE)
 
 
 @dataclass(frozen=True)
@@ -119,11 +156,11 @@ class SteerResult:
     and spread); ``vocabulary``: what the next-token metrics read ("hypotheses" for a wind
     tunnel, else "full"); ``survivors``: conditions whose ``primary`` test survives Holm over
     the primary family (permutation p), ``survivors_parametric``: the same with the
-    parametric p; ``controls_adequate``: the controls carry the axis' energy and amount to
-    enough independent ones (False: every p is not clean, and if they collapse to too few
-    independent ones ``verdict_withheld`` is set and neither list holds anything; summaries
-    written before this name read True); ``notes``: plain
-    statements of the run's confounds (e.g. an exact entropy that is a function of position)."""
+    parametric p where the controls' effects pass the normality check; ``controls_adequate``:
+    every layer's controls carry the axis' energy and every primary test rests on enough
+    independent draws (False: some verdicts are withheld, each condition's ``withheld``
+    says why); ``verdict_withheld``: every primary verdict is; ``notes``: plain statements
+    of the run's confounds (e.g. an exact entropy that is a function of position)."""
 
     model: str
     model_info: ModelInfo
@@ -155,8 +192,7 @@ class SteerResult:
     controls_adequate: bool = True
     notes: list[str] = field(default_factory=list)
     #: the fewest controls with which the primary family could survive Holm (its permutation
-    #: floor 1/(n + 1) below 0.05/m), and whether every verdict was withheld because the
-    #: controls amount to too few independent ones
+    #: floor 1/(n + 1) below 0.05/m), and whether every primary verdict was withheld
     controls_needed: int = 0
     verdict_withheld: bool = False
     quick: bool = False

@@ -14,15 +14,15 @@ the model's own task for a wind tunnel; :class:`windtunnel.PosteriorPrompts`):
    standardised PC1 used as a raw direction -- with σ = std(x·u);
 3. each condition edits every chosen layer at once: ``cut`` x − f(x·u)u for each fraction f
    (dose–response), ``keep_only`` (x·u)u, ``shift`` x + δσu for each δ; and the same edit along
-   ``n_random`` control directions per layer, orthogonal to u (``null``: ``energy``-matched
-   random directions by default, carrying the axis' energy where the edits are applied and
-   mutually orthogonal where the spectrum allows; the older ``variance`` null, ``norm``-matched
-   random ones, or the other principal components ``pcs``; :mod:`analyses.steer.nulls`), by
-   default as many as the primary family needs to be able to survive Holm
-   (:func:`analyses.steer.stats.controls_needed`). Shifts move every direction by the axis'
+   ``n_random`` control directions per layer, orthogonal to u (``null``: by default random
+   directions drawn independently, each carrying the axis' energy where the edits are applied
+   exactly; the orthonormal frames of that energy where they can carry it, the older
+   ``variance`` null, ``norm``-matched random ones, or the other principal components ``pcs``;
+   :mod:`analyses.steer.nulls`), by default enough that a primary verdict no control reaches
+   survives Holm with :data:`analyses.steer.config.MARGIN` controls to spare
+   (:func:`analyses.steer.config.controls_needed`). Shifts move every direction by the axis'
    δσ. The energy each edit moves where it is applied, mean ‖x' − x‖² / mean ‖x‖² over every
-   edited position of the clean pass, is recorded for the axis and every control, with the
-   controls' effective number;
+   edited position of the clean pass, is recorded for the axis and every control;
 4. every pass is scored for its **total** effect, the **norm_frozen** effect (final norm's scale
    frozen at its clean value, :mod:`interp.norm_freeze`) and, with ``direct_path`` (one layer
    only), the **direct_path** effect (downstream components held clean); metrics in
@@ -31,7 +31,10 @@ the model's own task for a wind tunnel; :class:`windtunnel.PosteriorPrompts`):
 5. per condition, effect and metric, the axis effect is compared with its controls
    (:func:`probes.null_test`: p = (1 + #{|null| ≥ |effect|}) / (n + 1), floor 1/(n + 1)), Holm-
    adjusted over all tests and over the declared primary family (ΔKL(Bayes ‖ model), total
-   effect, one per condition), with a parametric z-test beside it (:mod:`analyses.steer.stats`).
+   effect, one per condition), with a parametric z-test beside it where the controls' effects
+   are normal, the effective number of the controls' per-prompt effects, and no verdict where
+   the controls do not move the axis' energy (:mod:`analyses.steer.stats`); the per-prompt
+   KL(Bayes ‖ model) of every pass is kept (``per_prompt.parquet``).
 
 Each finished condition is a part (:class:`records.Parts`) under ``parts/``; a rerun with the
 same configuration, model and prompts resumes from there.
@@ -62,7 +65,7 @@ from .config import QUICK_CONTROLS, SteerConfig  # noqa: F401 (re-exported)
 from .nulls import LayerAxis, edit_directions, edit_energy
 from .passes import EFFECTS, Runner
 from .result import AxisInfo, CleanScores, EffectStat, Resume, SteerResult
-from .scores import CleanRef, PassScores, conditions, energy_rows, score, tidy
+from .scores import CleanRef, PassScores, conditions, energy_rows, per_prompt_rows, score, tidy
 from .stats import (
     PRIMARY_EFFECT,
     PRIMARY_METRIC,
@@ -162,18 +165,21 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
     fp_parts = fingerprint(fp, hashlib.sha256(b"".join(
         t.numpy().tobytes() for _, dirs in directions for t in dirs)).hexdigest())
     rows = tidy(clean, "clean", "clean", float("nan"), "none", "clean", pp.group_name)
+    per_prompt = [per_prompt_rows(clean, "clean", "none", "clean")]
     conds = conditions(cfg.cut_fractions, cfg.keep_only, cfg.shift_deltas)
     bar = tqdm(total=len(conds) * len(directions), desc="edited passes", unit="pass",
                disable=not cfg.progress)
     reused = 0
     for cond in conds:
         hit = parts.get(cond.key, fp_parts)
-        if hit is not None:
+        if hit is not None and "per_prompt" in hit:
             rows += hit["table"].to_dict("records")
+            per_prompt.append(hit["per_prompt"])
             bar.update(len(directions))
             reused += 1
             continue
         crow: list[dict] = []
+        cprompt: list[pd.DataFrame] = []
         for dname, dirs in directions:
             ivs = cond.interventions(sites, dirs, sigmas, cfg.positions)
             crow += energy_rows({L: edit_energy(runner.moments[L], iv)
@@ -183,17 +189,21 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
                 eff = next(iter(passes))
                 s, _ = score(passes.pop(eff), pp, reads, ref, vocab)
                 crow += tidy(s, cond.key, cond.kind, cond.param, dname, eff, pp.group_name)
+                cprompt.append(per_prompt_rows(s, cond.key, dname, eff))
             bar.update(1)
-        parts.put(cond.key, fp_parts, table=pd.DataFrame(crow))
+        part_prompts = pd.concat(cprompt, ignore_index=True)
+        parts.put(cond.key, fp_parts, table=pd.DataFrame(crow), per_prompt=part_prompts)
         rows += crow
+        per_prompt.append(part_prompts)
     bar.close()
 
     table = pd.DataFrame(rows)
     for col in ("group", "layer"):
         table[col] = table[col].astype("Int64")
+    prompt_table = pd.concat(per_prompt, ignore_index=True)
     controls = {str(L): directions.controls[L] for L in layers}
-    effects = effects_table(table, layers[-1],
-                            min(c.n_effective for c in controls.values()))
+    effects = effects_table(table, layers[-1], prompt_table,
+                            independent=all(c.independent for c in controls.values()))
     effs = [e for e, on in zip(EFFECTS, (True, cfg.norm_frozen, cfg.direct_path), strict=True)
             if on]
     primary = effects[effects["primary"]] if len(effects) else effects
@@ -214,10 +224,10 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
         survivors=[str(c) for c in primary[primary["survives"]]["condition"]],
         survivors_parametric=[str(c) for c in
                               primary[primary["survives_parametric"]]["condition"]],
-        controls_adequate=controls_adequate(controls),
+        controls_adequate=controls_adequate(controls, effects),
         notes=confound_notes(runner.last_positions, pp.h_bayes_bits, cfg.seed),
         controls_needed=controls_needed(len(conds)), quick=cfg.quick,
-        verdict_withheld=bool(len(effects) and effects["verdict_withheld"].any()),
+        verdict_withheld=bool(len(primary) and primary["verdict_withheld"].all()),
         wall_s=round(time.perf_counter() - t0, 2), clean_pass_s=round(t_clean, 2),
         reused_conditions=reused)
     from .report import write_report
@@ -227,7 +237,7 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
                                    for L in layers})
     write_run(cfg, result, model=m, fingerprint=fp,
               tables={"table.parquet": table, "effects.parquet": effects,
-                      "prompts.parquet": prompts},
+                      "prompts.parquet": prompts, "per_prompt.parquet": prompt_table},
               report=lambda path, manifest: write_report(path, result, table, effects, manifest))
     return result
 

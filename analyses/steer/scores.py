@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import torch
 
 from ...infotheory import (
@@ -143,6 +144,9 @@ class PassScores:
     kl_clean: float = 0.0
     top1_flip: float = 0.0
     dh_next: float = 0.0
+    #: KL(Bayes ‖ model) per prompt [N] (bits): the controls' per-prompt effects
+    #: (:func:`analyses.steer.stats.effect_numbers`)
+    kl_bayes_per_prompt: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def value(self, metric: str) -> float:
         if metric in ("mae", "corr", "h_model"):
@@ -165,8 +169,9 @@ def score(out: PassOutput, pp: PosteriorPrompts, reads: dict[int, LayerAxis],
     pass's activations; ``vocab``: the columns the next-token metrics read (None: all)."""
     p = model_posterior(out.logits, pp.hyp_ids)
     h = entropy_bits_from_probs(p)
-    s = PassScores(calibration(h, pp.h_bayes_bits), float(kl_bits(pp.bayes, p).mean()),
-                   calibration_by_group(h, pp.h_bayes_bits, pp.group))
+    kl = np.asarray(kl_bits(pp.bayes, p), dtype=np.float64)
+    s = PassScores(calibration(h, pp.h_bayes_bits), float(kl.mean()),
+                   calibration_by_group(h, pp.h_bayes_bits, pp.group), kl_bayes_per_prompt=kl)
     s.read_axes(out.acts, h, reads)
     if clean is not None:
         h_next, top1, kl = next_token_stats(scored_logits(out.logits, vocab), clean.logits)
@@ -191,6 +196,15 @@ def tidy(s: PassScores, condition: str, kind: str, param: float, direction: str,
         rows += [base | {"metric": f"{m}_by_{group_name}", "group": int(g), "layer": None,
                          "value": float(getattr(st, m))} for m in ("mae", "corr", "h_model")]
     return rows
+
+
+def per_prompt_rows(s: PassScores, condition: str, direction: str, effect: str,
+                    ) -> pd.DataFrame:
+    """The pass's KL(Bayes ‖ model) per prompt as long rows (condition, effect, direction,
+    prompt, value)."""
+    kl = s.kl_bayes_per_prompt
+    return pd.DataFrame({"condition": condition, "effect": effect, "direction": direction,
+                         "prompt": np.arange(kl.size), "value": kl})
 
 
 def energy_rows(energies: dict[int, float], condition: Condition, direction: str) -> list[dict]:

@@ -1,5 +1,5 @@
-"""Steering experiments: the control directions (orthogonal; variance-, norm- or PC-matched), a
-planted positive and negative control for the null, edit energies, δ = 0 is a no-op,
+"""Steering experiments: the control directions (energy-, variance-, norm- or PC-matched; the
+planted cases of the null are in ``test_steer_null.py``), edit energies, δ = 0 is a no-op,
 norm-frozen = total for an edit the final norm cannot see, the direct path against a manual
 computation, a wind tunnel's next-token metrics on its hypothesis tokens only, end-to-end runs on
 a wind tunnel and a tiny Llama (files, p-values, adjustment, resume and reproducibility), the
@@ -22,8 +22,7 @@ from bayesgeom.analyses.steer.passes import PassOutput, Runner
 from bayesgeom.analyses.steer.report import findings, format_summary
 from bayesgeom.analyses.steer.run import SteerConfig, run_steer
 from bayesgeom.analyses.steer.scores import CleanRef, Condition, score, tidy
-from bayesgeom.analyses.steer.stats import effects_table
-from bayesgeom.probes import AxisProvenance, EntropyAxis, fit_entropy_axis, holm
+from bayesgeom.probes import fit_entropy_axis, holm
 from bayesgeom.probes.energy_controls import EnergyMoments
 from bayesgeom.windtunnel import PosteriorPrompts
 
@@ -42,158 +41,7 @@ def _text_prompts(model: interp.InterpModel, n: int = 24) -> PosteriorPrompts:
                             group_name="k")
 
 
-def _planted(seed: int = 0, n: int = 600, d: int = 120) -> tuple[np.ndarray, LayerAxis]:
-    """Centred activations [n, d] with variance 9 along the planted axis: 40 random orthogonal
-    directions carry more (13 to 11), so many mutually orthogonal ones can carry the axis'
-    energy, and the other 79 carry far less (0.8 to 0.2), so a random direction of the axis'
-    norm carries about half of it."""
-    rng = np.random.default_rng(seed)
-    q, _ = np.linalg.qr(rng.normal(size=(d, d)))
-    var = np.r_[9.0, np.linspace(13.0, 11.0, 40), np.linspace(0.8, 0.2, d - 41)]
-    x = rng.normal(size=(n, d)) * np.sqrt(var) @ q.T
-    x -= x.mean(0)
-    return x, _layer_axis(q[:, 0], x)
-
-
-def _layer_axis(u: np.ndarray, x: np.ndarray) -> LayerAxis:
-    ax = EntropyAxis(direction=u, mean=np.zeros(u.size), scale=None, sigma=float(x.std()),
-                     method="planted", n=len(x), pearson=1.0, spearman=1.0,
-                     explained_variance_ratio=None, provenance=AxisProvenance())
-    return LayerAxis.of(ax, x, "readout")
-
-
-def _planted_effect(x: np.ndarray, la: LayerAxis, null: str, metric: str, readout,
-                    n: int = 40) -> dict:
-    """The effects row of a full cut along the axis vs ``n`` ``null`` controls, for an output
-    ``readout(x') -> value``, through the experiment's own direction builder, edit functions,
-    energies and effects table (every row of ``x`` is an edited position)."""
-    moments = EnergyMoments.of(x)
-    dirs = edit_directions({0: la}, {0: x}, {0: moments}, null, n, seed=0)
-    cond = Condition("cut", 1.0)
-    base = {"kind": "cut", "param": 1.0, "group": None, "layer": None, "metric": metric}
-    rows = [base | {"condition": "clean", "direction": "none", "effect": "clean",
-                    "value": readout(x)}]
-    for name, (d,) in dirs:
-        (iv,) = cond.interventions(["s"], [d], [la.sigma], "all")
-        xe = iv.edit(torch.as_tensor(x), (d / d.norm()).double()).numpy()
-        rows.append(base | {"condition": cond.key, "direction": name, "effect": "total",
-                            "value": readout(xe)})
-        rows.append(base | {"condition": cond.key, "direction": name, "effect": "edit",
-                            "metric": "edit_energy", "layer": 0,
-                            "value": edit_energy(moments, iv)})
-    eff = effects_table(pd.DataFrame(rows), head_layer=0,
-                        n_effective=dirs.controls[0].n_effective)
-    return eff[eff["metric"] == f"d_{metric}"].iloc[0].to_dict() | {
-        "controls": dirs.controls[0]}
-
-
-def test_planted_positive_control_is_significant_against_the_energy_null():
-    """The output reads the axis (a two-hypothesis posterior from x·u): cutting it moves the
-    distance to the exact posterior, cutting directions that carry as much energy does not."""
-    x, la = _planted()
-    u = la.unit
-    bayes = 1 / (1 + np.exp(-x @ u))
-
-    def kl_bayes(xe: np.ndarray) -> float:
-        q = np.clip(1 / (1 + np.exp(-xe @ u)), 1e-12, 1 - 1e-12)
-        return float(np.mean(bayes * np.log(bayes / q) + (1 - bayes) * np.log((1 - bayes)
-                                                                              / (1 - q))))
-
-    r = _planted_effect(x, la, "energy", "kl_bayes", kl_bayes)
-    assert r["controls"].method == "matched" and r["controls"].n_effective >= 20
-    assert r["p"] == pytest.approx(1 / 41) and r["at_floor"] and not r["verdict_withheld"]
-    assert r["primary"] and r["p_holm_primary"] <= 0.05 and r["survives"]
-    # the controls leave x·u exactly as it was: no spread, so no parametric p
-    assert abs(r["null_mean"]) < 1e-12 and np.isnan(r["p_z"]) and not r["survives_parametric"]
-    assert r["energy_axis"] == pytest.approx(r["energy_null"], rel=1e-6)
-
-
-def test_planted_negative_control_is_not_significant_against_the_energy_null():
-    """The output depends on the activations only through their energy (their mean squared
-    norm, as any direction does): the axis is special only in carrying much of it. Against
-    norm-matched controls a full cut looks highly significant; against energy-matched ones
-    every control removes exactly what the axis removes, so nothing is left to find."""
-    x, la = _planted()
-
-    def power(xe: np.ndarray) -> float:
-        return float(np.mean((xe ** 2).sum(1)))
-
-    energy = _planted_effect(x, la, "energy", "h_model", power)
-    norm = _planted_effect(x, la, "norm", "h_model", power)
-    assert norm["p"] == pytest.approx(1 / 41) and norm["at_floor"]  # the reviewer's finding
-    assert norm["energy_axis"] > 2 * norm["energy_null"]
-    assert energy["p"] > 0.2 and not energy["at_floor"] and not energy["survives"]
-    assert energy["null_std"] < 1e-6 * abs(energy["axis"])  # every control removes the same
-    assert not energy["survives_parametric"]
-    assert energy["energy_axis"] == pytest.approx(energy["energy_null"], rel=1e-6)
-
-
-def test_energy_null_matches_the_energy_removed_where_edits_apply_the_variance_null_not():
-    """The audit's case: the axis is fitted on final-token rows, but the edit reaches every
-    position, whose activations share an offset. Controls matched in the fitted rows' centred
-    variance remove a different energy there; energy-matched ones remove the axis' to 1 %."""
-    rng = np.random.default_rng(3)
-    d = 48
-    q, _ = np.linalg.qr(rng.normal(size=(d, d)))
-    var = np.r_[4.0, np.linspace(8.0, 0.5, d - 1)]
-    every = rng.normal(size=(3000, d)) * np.sqrt(var) @ q.T + 1.5 * q[:, 3]  # all positions
-    fitted = every[::10] - every[::10].mean(0)  # the final-token rows the axis was fitted on
-    la = _layer_axis(q[:, 0], fitted)
-    moments = EnergyMoments.of(every)
-    (cut,) = Condition("cut", 1.0).interventions(["s"], [torch.as_tensor(la.unit)], [1.0], "all")
-    axis_energy = edit_energy(moments, cut)
-    for null, close in (("energy", True), ("variance", False)):
-        dirs = edit_directions({0: la}, {0: fitted}, {0: moments}, null, 40, seed=0)
-        removed = []
-        for _, (dvec,) in list(dirs)[1:]:
-            (iv,) = Condition("cut", 1.0).interventions(["s"], [dvec], [1.0], "all")
-            removed.append(edit_energy(moments, iv))
-        rel = np.abs(np.array(removed) / axis_energy - 1)
-        assert (rel.max() < 0.01) == close, (null, rel.max())
-        c = dirs.controls[0]
-        assert c.energy_ratio_min == pytest.approx(min(removed) / axis_energy, rel=1e-6)
-
-
-def test_a_collapsed_control_set_is_detected_and_its_verdict_withheld():
-    """Only one direction orthogonal to the axis carries its variance, so the variance null's
-    controls all lean on it (the audit's mean |cos| 0.97): the effective number says they are
-    about one direction, and no verdict is given even though the permutation p sits at its
-    floor. The energy null falls back to 20 independent directions instead, and says so."""
-    rng = np.random.default_rng(4)
-    d = 40
-    q, _ = np.linalg.qr(rng.normal(size=(d, d)))
-    var = np.r_[9.5, 10.0, [0.1] * (d - 2)]
-    x = rng.normal(size=(800, d)) * np.sqrt(var) @ q.T
-    x -= x.mean(0)
-    la = _layer_axis(q[:, 0], x)
-    u = la.unit
-
-    def reads_axis(xe: np.ndarray) -> float:
-        return float(np.mean((xe @ u) ** 2))
-
-    r = _planted_effect(x, la, "variance", "h_model", reads_axis)
-    c = r["controls"]
-    assert c.n_effective < 5 and c.mean_abs_cos > 0.5
-    assert r["at_floor"] and r["verdict_withheld"]
-    assert not r["survives"] and not r["survives_parametric"]
-    e = _planted_effect(x, la, "energy", "h_model", reads_axis)["controls"]
-    assert e.method == "top_subspace" and "only 1 mutually orthogonal" in e.reason
-    assert e.n_effective == pytest.approx(20) and e.energy_ratio_max < 0.7
-
-
-def test_no_matched_control_for_the_top_energy_axis_falls_back_and_says_so():
-    rng = np.random.default_rng(5)
-    x = rng.normal(size=(500, 30)) * np.linspace(5, 0.5, 30)
-    moments = EnergyMoments.of(x)
-    la = _layer_axis(np.eye(30)[0], x)
-    dirs = edit_directions({0: la}, {0: x}, {0: moments}, "energy", 25, seed=0)
-    c = dirs.controls[0]
-    assert c.method == "top_subspace" and "no direction orthogonal" in c.reason
-    assert c.energy_ratio_max < 0.99 and c.energy_ratio_max - c.energy_ratio_min < 1e-6
-    assert c.n_effective_euclidean > 15  # orthonormal frames in the top-20 subspace
-
-
-@pytest.mark.parametrize("null", ["energy", "variance", "norm", "pcs"])
+@pytest.mark.parametrize("null", ["energy", "orthonormal", "variance", "norm", "pcs"])
 def test_control_directions_are_orthogonal_unit_and_reproducible(null):
     rng = np.random.default_rng(1)
     acts = {L: rng.normal(size=(60, 40)) * np.linspace(3, 0.2, 40) for L in (3, 7)}
@@ -210,9 +58,12 @@ def test_control_directions_are_orthogonal_unit_and_reproducible(null):
         torch.testing.assert_close(rs.norm(dim=1), torch.ones(12, dtype=torch.float64))
         assert (rs @ rs.T - torch.eye(12)).abs().max() < 0.95  # distinct directions
         c = dirs.controls[L]
-        assert c.method == ("matched" if null == "energy" else null)
-        assert 1 <= c.n_effective <= 12 + 1e-9
-        if null == "energy":
+        assert c.method == ("independent" if null == "energy" else null)
+        assert c.independent == (null not in ("orthonormal", "pcs"))
+        assert 1 <= c.n_effective_euclidean <= 12 + 1e-9
+        if null == "orthonormal":  # one frame: mutually orthogonal
+            torch.testing.assert_close(rs @ rs.T, torch.eye(12, dtype=torch.float64))
+        if null in ("energy", "orthonormal"):
             assert c.energy_ratio_min > 1 - 1e-6 and c.energy_ratio_max < 1 + 1e-6
         if null == "variance":
             ratios = interp.variance_ratios(rs, u, torch.as_tensor(acts[L]))
@@ -400,6 +251,23 @@ def test_windtunnel_run_end_to_end_resumes_and_reproduces(windtunnel_run, tmp_pa
     assert eff[~eff["primary"]]["p_holm_primary"].isna().all()
     # four controls are too few independent draws: every verdict is withheld, and said
     assert eff["verdict_withheld"].all() and s.verdict_withheld and not eff["survives"].any()
+    assert prim["withheld"].str.contains("rests on 4 independent draws").all()
+    assert (prim["n_draws"] == 4).all() and not s.controls_adequate
+    # the controls' effective number, from the per-prompt KL of every pass (kept)
+    t = pd.read_parquet(out / "table.parquet")
+    pp_rows = pd.read_parquet(out / "per_prompt.parquet")
+    assert len(pp_rows) == 48 * (1 + 5 * 5 * 2)  # clean + conditions × directions × effects
+    prim_eff = eff[eff["metric"] == "d_kl_bayes"]
+    assert ((prim_eff["n_effective"] >= 1 - 1e-9) & (prim_eff["n_effective"] <= 4 + 1e-9)
+            | prim_eff["n_effective"].isna()).all()
+    full = prim_eff["n_effective"].notna()
+    assert np.allclose(prim_eff[full]["n_effective_independent"], 4 * 47 / 50)
+    for cond in s.conditions:
+        sel = (pp_rows["condition"] == cond) & (pp_rows["direction"] == "axis")
+        mean = t[(t["condition"] == cond) & (t["direction"] == "axis") & t["group"].isna()
+                 & (t["effect"] == "total") & (t["metric"] == "kl_bayes")]["value"].item()
+        kl = pp_rows[sel & (pp_rows["effect"] == "total")]["value"].mean()
+        assert kl == pytest.approx(mean, rel=1e-9)
     assert s.controls_needed == 100 and "no verdict" in format_summary(s)
     assert s.survivors == list(prim[prim["survives"]]["condition"])
     assert eff["at_floor"].equals(eff["p"] <= 1 / 5 + 1e-12)
@@ -407,9 +275,9 @@ def test_windtunnel_run_end_to_end_resumes_and_reproduces(windtunnel_run, tmp_pa
     # reason), and every edit's energy is in the table and the effects
     c = s.controls["1"]
     assert c.energy_ratio_min <= c.energy_ratio_median <= c.energy_ratio_max
-    assert (c.method == "matched") == (c.reason == "") and 0 <= c.mean_abs_cos <= 1
-    assert 1 <= c.n_effective <= 4 + 1e-9
-    t = pd.read_parquet(out / "table.parquet")
+    assert (c.method == "independent") == (c.reason == "") and 0 <= c.mean_abs_cos <= 1
+    assert c.method in ("independent", "unmatched") and c.independent
+    assert (c.method == "independent") == (c.reach_min <= 1 <= c.reach_max)
     en = t[t["metric"] == "edit_energy"]
     assert set(en["effect"]) == {"edit"} and len(en) == 5 * 5  # conditions × directions
     full_cut = en[(en["condition"] == "cut+1") & (en["direction"] == "axis")]["value"].item()
@@ -428,16 +296,28 @@ def test_windtunnel_run_end_to_end_resumes_and_reproduces(windtunnel_run, tmp_pa
         "full cut of the axis component", "keep only the axis component",
         "shift of -1σ along the axis", "shift of +1σ along the axis"]
     assert all(r.survives is None and "verdict withheld" in r.evidence for r in edits)
-    assert all("effective number" in r.control and r.unit == "bits" for r in edits)
+    assert all("effective number of the controls' effects" in r.evidence and r.unit == "bits"
+               for r in edits)
+    assert all("energy moved, controls / axis" in r.evidence for r in edits)
+    # the energy caveat goes to the edits whose energy the controls do not move, never shifts
+    unmatched = "of the axis' energy where the edits are applied"
+    assert all(unmatched not in r.evidence for r in edits[2:])
+    assert (unmatched in edits[0].evidence) == (not c.matched)
+    assert all(r.control.startswith("4 independent random directions") or
+               r.control.startswith("4 independent random directions (no direction")
+               for r in edits)
     html = (out / "report.html").read_text()
     assert html.index("What was found") < html.index("Set-up") < html.index("Look for:")
     # where the run gives a verdict the table carries it; a quick run gives none
     from dataclasses import replace
     stat = s.headline["cut+1"]["total"]["d_kl_bayes"]
+    keep = s.headline["keep_only"]["total"]["d_kl_bayes"]
     planted = replace(s, verdict_withheld=False, headline={**s.headline, "cut+1": {
-        "total": {"d_kl_bayes": replace(stat, survives=True, p_holm_primary=0.01)}}})
+        "total": {"d_kl_bayes": replace(stat, survives=True, p_holm_primary=0.01,
+                                        withheld="")}},
+        "keep_only": {"total": {"d_kl_bayes": replace(keep, withheld="")}}})
     assert findings(planted)[1].survives is True and "0.01" in findings(planted)[1].evidence
-    assert findings(replace(s, verdict_withheld=False))[2].survives is False
+    assert findings(planted)[2].survives is False
     quick = findings(replace(planted, quick=True))
     assert all(r.survives is None for r in quick) and "quick run" in quick[1].evidence
     if eff["at_floor"].any():

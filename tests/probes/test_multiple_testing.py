@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from bayesgeom.probes import holm, null_test, parametric_p
+from bayesgeom.probes.multiple_testing import holm_reach
 
 
 def test_holm_matches_a_hand_computed_example():
@@ -37,3 +38,17 @@ def test_parametric_p_is_the_two_sided_normal_tail():
     t = null_test(5.0, [0.1, -0.2, 0.3, 0.0])
     assert t.at_floor and t.p == pytest.approx(1 / 5)
     assert t.p_z == pytest.approx(parametric_p(t.z)) and t.p_z < t.p
+
+
+def test_holm_reach_is_the_most_controls_a_verdict_can_absorb():
+    # one test among 20 controls: at the floor, a single control reaching it withdraws it
+    assert holm_reach([1 / 21], [20], 0) == 0
+    assert holm_reach([1 / 21, 1 / 21], [20, 20], 0) == -1  # Holm over two needs < 1/40
+    # brute force against Holm itself, for a family of three with 240 controls each
+    p = np.array([1 / 241, 0.3, 2 / 241])
+    for i in range(3):
+        got = holm_reach(p, [240] * 3, i)
+        for c in range(20):
+            q = p.copy()
+            q[i] = (1 + c) / 241
+            assert (holm(q)[i] <= 0.05) == (c <= got)
