@@ -13,6 +13,7 @@ from ...windtunnel.training import TrainResult
 from ..compare import report as compare_report
 from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import COLORS, html_report
+from ..steer import findings as steering_findings
 from ..steer import report as steering_report
 from ..steer.result import SteerResult
 from ..sula import report as sula_report
@@ -65,7 +66,8 @@ ENTROPY_CAPTION = ("Look for: the transformer's line on the black exact-Bayes li
 TRAINING_CAPTION = ("Look for: the transformer's held-out MAE falling well below the MLP "
                     "baselines' within the same wall time (each marker is one held-out "
                     "evaluation; log scale).")
-#: the demo's steering rows in its verdict table, per run (the primary edits, no read-out)
+#: the demo's steering rows in its verdict table, per run (the primary edits, no read-out;
+#: a wind tunnel's learned-check row comes first, beside them)
 STEER_ROWS = 3
 
 
@@ -141,8 +143,8 @@ def findings(r: DemoResult, compare_table: pd.DataFrame) -> list[Finding]:
     rows += compare_report.findings(r.compare, compare_table)
     rows += sula_report.findings(r.sula)[:1]
     for who, st in (("LLM", r.steer_llm), ("HMM tunnel", r.steer_windtunnel)):
-        edits = steering_report.findings(st)[1:1 + STEER_ROWS]  # [0]: the read-out
-        rows += [replace(f, claim=f"steering the {who}: {f.claim}") for f in edits]
+        rows += [replace(f, claim=f"steering the {who}: {f.claim}")
+                 for f in steering_findings.edit_rows(st)[:STEER_ROWS + (st.learned is not None)]]
     if r.quick:  # every verdict of a quick run is withheld, whatever its step said
         rows = [replace(f, survives=None, evidence="quick run: not a result") for f in rows]
     return rows
@@ -153,15 +155,21 @@ def _train_table(r: DemoResult) -> pd.DataFrame:
     return pd.DataFrame([*rows, {"task": "hmm", **r.hmm.__dict__}])
 
 
-def _steer_sections(title: str, st: SteerResult, d: Path) -> list[tuple]:
+def _steer_sections(title: str, who: str, st: SteerResult, d: Path) -> list[tuple]:
+    """One steering run's sections, each sub-heading naming the model (``who``)."""
     table = pd.read_parquet(d / "table.parquet")
     effects = pd.read_parquet(d / "effects.parquet")
-    return [(title, steering_report.details_text(st)),
-            ("Dose–response against control directions", steering_report.dose_response(table),
-             steering_report.DOSE_CAPTION),
-            (f"Entropy per {st.group_name}", steering_report.per_group(table, st),
+    caveats = steering_report.control_caveats(st)
+    return [(title, " ".join([steering_report.setup_line(st).replace("\n", "; "),
+                              steering_report.survival_text(st),
+                              *([caveats] if caveats else []), *st.notes])),
+            (f"{who}: per condition, the axis edit's effects beside their raw p",
+             steering_report.details_frame(st), steering_report.DETAILS_KEY),
+            (f"{who}: dose–response against control directions",
+             steering_report.dose_response(table), steering_report.DOSE_CAPTION),
+            (f"{who}: entropy per {st.group_name}", steering_report.per_group(table, st),
              steering_report.GROUP_CAPTION),
-            ("Effects and p-values", steering_report.effects_view(effects))]
+            (f"{who}: effects and p-values", steering_report.effects_view(effects))]
 
 
 def write_report(out: Path, r: DemoResult, runs: dict[str, TrainResult],
@@ -187,9 +195,10 @@ def write_report(out: Path, r: DemoResult, runs: dict[str, TrainResult],
         ("SULA entropy per k (model vs exact Bayes)", sula_report.calibration_figure(per_k),
          sula_report.CALIBRATION_CAPTION),
         ("SULA per k", per_k),
-        *_steer_sections("4. Steering the LLM's entropy axis", r.steer_llm, out / "steer-llm"),
-        *_steer_sections("5. Steering the HMM wind tunnel's entropy axis", r.steer_windtunnel,
-                         out / "steer-windtunnel"),
+        *_steer_sections("4. Steering the LLM's entropy axis", "LLM", r.steer_llm,
+                         out / "steer-llm"),
+        *_steer_sections("5. Steering the HMM wind tunnel's entropy axis", "HMM tunnel",
+                         r.steer_windtunnel, out / "steer-windtunnel"),
         ("Headline numbers (headline.parquet)", headline_table(r)),
         ("Step reports", "; ".join(
             str(out / p / "report.html") for p in ("compare", "compare/bijection",

@@ -76,6 +76,10 @@ def readable(column: object) -> str:
 NAME_COLUMNS = ("metric", "check", "quantity")
 
 
+#: a text cell at most this long never wraps
+SHORT_CELL = 12
+
+
 def table_html(df: pd.DataFrame) -> str:
     """``df`` as an HTML table that scrolls sideways rather than overflow the page: readable
     headers and metric names (:data:`NAME_COLUMNS`), numbers to 3 significant figures, whole
@@ -93,7 +97,10 @@ def table_html(df: pd.DataFrame) -> str:
             return f"{int(x):,}"
         if isinstance(x, float):
             return sig(x)
-        return str(x)
+        text = str(x)
+        # "≤ 1/11" stays one piece; a longer cell wraps at its spaces (a long word widens
+        # the table, which scrolls sideways, rather than break inside a number or a path)
+        return text.replace(" ", "\u00a0") if len(text) <= SHORT_CELL else text
 
     body = view.map(fmt) if len(view) else view
     return ("<div class='table-wrap'>" + body.to_html(index=False, border=0, na_rep="undefined")
@@ -124,9 +131,13 @@ def html_report(path: Path, title: str, findings: list[Finding], sections: list[
         parts.append(f"<p class='quick'>{html.escape(QUICK_TEXT)}</p>")
     parts.append(findings_html(findings))
     first_fig = True
+    seen: dict[str, int] = {}
     for heading, body, *rest in sections:
         caption = rest[0] if rest else ""
-        parts.append(f"<h2 id='{anchor(heading)}'>{html.escape(heading)}</h2>")
+        key = anchor(heading)
+        seen[key] = seen.get(key, 0) + 1  # a repeated heading gets -2, -3: ids stay unique
+        key = key if seen[key] == 1 else f"{key}-{seen[key]}"
+        parts.append(f"<h2 id='{key}'>{html.escape(heading)}</h2>")
         if isinstance(body, go.Figure):
             if not caption:
                 raise ValueError(f"report {title!r}: figure {heading!r} needs a line saying "
@@ -150,7 +161,7 @@ def html_report(path: Path, title: str, findings: list[Finding], sections: list[
         "padding:0 1em}.table-wrap{max-width:100%;overflow-x:auto}"
         "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;"
         "text-align:right;vertical-align:top}th{white-space:normal}"
-        "td{max-width:28em;overflow-wrap:anywhere}"
+        "td{max-width:28em;overflow-wrap:break-word}"
         "pre{background:#f6f6f6;padding:1em;overflow:auto}.tally{font-weight:600}"
         "table.findings td,table.findings th{text-align:left}"
         "table.findings td:nth-child(2){text-align:right;"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from ..kit.findings import Finding, sig
+from ..kit.learned import gate
 from .result import EffectStat, SteerResult
 from .stats import PRIMARY_EFFECT, PRIMARY_METRIC, p_text
 
@@ -156,11 +157,21 @@ def _edit_row(r: SteerResult, cond: str, st: EffectStat) -> Finding:
         undefined="the edited pass gave no finite KL to the exact posterior")
 
 
-def findings(result: SteerResult) -> list[Finding]:
-    """The verdict table of a steering run (module doc)."""
-    rows = [_readout(result)]
+def _edits(result: SteerResult) -> list[Finding]:
+    rows = []
     for cond in headline_conditions(result):
         st = result.headline.get(cond, {}).get(PRIMARY_EFFECT, {}).get(PRIMARY_METRIC)
         if st is not None:
             rows.append(_edit_row(result, cond, st))
     return rows
+
+
+def findings(result: SteerResult) -> list[Finding]:
+    """The verdict table of a steering run (module doc)."""
+    return gate([_readout(result), *_edits(result)], result.learned)
+
+
+def edit_rows(result: SteerResult) -> list[Finding]:
+    """The verdict table without the read-out row (a combined table's steering rows): the
+    headline edits, behind a wind tunnel's learned check."""
+    return gate(_edits(result), result.learned)

@@ -1,5 +1,5 @@
-"""Figures, tables, the terminal view and the HTML report of a steering experiment
-(:mod:`analyses.steer.run`)."""
+"""Tables, the terminal view and the HTML report of a steering experiment (figures:
+:mod:`analyses.steer.figures`; the run: :mod:`analyses.steer.run`)."""
 
 from __future__ import annotations
 
@@ -8,105 +8,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ...probes.energy_controls import EFFECTIVE_FLOOR, ENERGY_TOLERANCE
 from ...probes.null_test import NORMALITY_ALPHA
 from ..kit.findings import findings_text
-from ..kit.html import COLORS, html_report
+from ..kit.html import html_report
+from .figures import DOSE_CAPTION, GROUP_CAPTION, dose_response, per_group
 from .findings import findings
-from .passes import EFFECTS
 from .result import EffectStat, SteerResult
-from .scores import RELATIVE_METRICS
 from .stats import p_text
-
-#: (kind, metric, y label) panels of the dose–response figure
-#: what to look for in :func:`dose_response`
-DOSE_CAPTION = ("Look for: an entropy-axis line (one colour per effect; solid total, dotted "
-                "norm-frozen, dashed direct-path) leaving the shaded band of the same colour, "
-                "where 90 % of the control edits fall; inside the band the axis edit does no "
-                "more than an edit of equal energy along a control direction.")
-#: what to look for in :func:`per_group`
-GROUP_CAPTION = ("Look for: the dashed axis-edit lines moving away from the clean model's "
-                 "line, and towards or away from the black exact-Bayes line; lines on top of "
-                 "the clean one mean the edit leaves the model's uncertainty as it was.")
-
-PANELS = (
-    ("cut", "mae", "Δ calibration MAE (bits)"),
-    ("cut", "kl_clean", "KL(clean ‖ edited) (bits)"),
-    ("shift", "h_model", "Δ mean H_model (bits)"),
-    ("shift", "kl_bayes", "Δ KL(Bayes ‖ model) (bits)"),
-)
-
-
-def _change(table: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Overall rows of ``metric`` with ``change`` = value minus the clean value (or the value
-    itself for metrics already relative to the clean pass)."""
-    t = table[(table["metric"] == metric) & table["group"].isna()].copy()
-    clean = t[t["condition"] == "clean"]["value"]
-    ref = float(clean.iloc[0]) if metric not in RELATIVE_METRICS and len(clean) else 0.0
-    t["change"] = t["value"] - ref
-    return t[t["condition"] != "clean"]
-
-
-def dose_response(table: pd.DataFrame) -> go.Figure:
-    """Axis effect (each effect: total, norm_frozen, direct_path) against the control
-    directions' 5–95 % band, for the cut-fraction and shift-δ sweeps."""
-    fig = make_subplots(rows=2, cols=2, subplot_titles=[p[2] for p in PANELS])
-    for i, (kind, metric, _label) in enumerate(PANELS):
-        r, c = divmod(i, 2)
-        t = _change(table, metric)
-        t = t[t["kind"] == kind]
-        if t.empty:
-            continue
-        for j, (eff, dash) in enumerate(zip(EFFECTS, ("solid", "dot", "dash"), strict=True)):
-            e = t[t["effect"] == eff]
-            if e.empty:
-                continue
-            color = COLORS[j % len(COLORS)]
-            null = e[e["direction"] != "axis"].groupby("param")["change"]
-            lo, hi = null.quantile(0.05), null.quantile(0.95)
-            xs = lo.index.to_numpy()
-            fig.add_scatter(x=np.r_[xs, xs[::-1]], y=np.r_[hi.to_numpy(), lo.to_numpy()[::-1]],
-                            fill="toself", line={"width": 0, "color": color},
-                            fillcolor=color, opacity=0.25,
-                            name=f"controls 5–95 % ({eff})", legendgroup=f"null-{eff}",
-                            showlegend=i == 0, row=r + 1, col=c + 1)
-            a = e[e["direction"] == "axis"].sort_values("param")
-            fig.add_scatter(x=a["param"], y=a["change"], mode="lines+markers",
-                            line={"dash": dash, "color": color},
-                            name=f"entropy axis ({eff})",
-                            legendgroup=f"axis-{eff}", showlegend=i == 0, row=r + 1, col=c + 1)
-        fig.update_xaxes(title_text="fraction removed" if kind == "cut" else "shift δ (σ)",
-                         row=r + 1, col=c + 1)
-    fig.update_layout(template="plotly_white", height=700)
-    return fig
-
-
-def per_group(table: pd.DataFrame, result: SteerResult) -> go.Figure:
-    """Mean model entropy per group (SULA: k) on the clean pass and under the headline axis
-    edits (total effect), with the exact Bayes entropy."""
-    g = result.group_name
-    fig = go.Figure()
-    clean = result.clean.per_group
-    ks = sorted(int(k) for k in clean)
-    fig.add_scatter(x=ks, y=[clean[str(k)].h_bayes for k in ks], name="exact Bayes",
-                    mode="lines+markers", line={"color": "black"})
-    fig.add_scatter(x=ks, y=[clean[str(k)].h_model for k in ks], name="model (clean)",
-                    mode="lines+markers", line={"color": COLORS[0]})
-    metric = f"h_model_by_{g}"
-    for i, cond in enumerate(("cut+1", "keep_only", "shift-1", "shift+1"), start=1):
-        t = table[(table["condition"] == cond) & (table["direction"] == "axis")
-                  & (table["effect"] == "total") & (table["metric"] == metric)]
-        if not t.empty:
-            t = t.sort_values("group")
-            fig.add_scatter(x=t["group"].astype(int), y=t["value"], name=f"axis {cond}",
-                            mode="lines+markers",
-                            line={"dash": "dash", "color": COLORS[i % len(COLORS)]})
-    fig.update_layout(template="plotly_white", xaxis_title=g,
-                      yaxis_title="mean entropy over the hypotheses (bits)")
-    return fig
 
 
 def effects_view(effects: pd.DataFrame) -> pd.DataFrame:
@@ -277,13 +187,11 @@ def format_summary(s: SteerResult) -> str:
     return quick + findings_text(findings(s)) + "\n" + details_text(s)
 
 
-def details_text(s: SteerResult) -> str:
-    """A compact terminal table: per condition and effect, the axis effect on calibration MAE,
-    KL to the exact posterior and to the clean distribution (each with its raw p, "≤ 1/(n+1)"
-    at the floor), flips, the axis read-outs and the energy moved by the axis vs the controls;
-    then which primary tests survive adjustment."""
+def setup_line(s: SteerResult) -> str:
+    """One paragraph: model, task, prompts, sites, controls and edit space; the clean pass'
+    calibration, KL to the exact posterior and axis read-outs; the controls in words."""
     c = s.clean
-    head = (f"{s.model} · {s.task} · {s.n_prompts} prompts · sites {', '.join(s.sites)} · "
+    return (f"{s.model} · {s.task} · {s.n_prompts} prompts · sites {', '.join(s.sites)} · "
             f"{s.n_random} {s.null} controls · edit {s.edit_space}"
             + (" · next-token metrics on the hypothesis tokens only"
                if s.vocabulary == "hypotheses" else "") + "\n"
@@ -291,33 +199,58 @@ def details_text(s: SteerResult) -> str:
             f"KL(Bayes‖model) {_f(c.kl_bayes)} bits, axis corr "
             + ", ".join(f"L{k} {_f(v)}" for k, v in c.axis_corr.items())
             + "; controls: " + controls_text(s))
-    lines = [head, f"{'condition':<12} {'effect':<11} {'ΔMAE bits (p)':>20} "
-             f"{'ΔKL→Bayes (p)':>20} {'KL→clean (p)':>20} {'flips':>6} {'Δaxis corr':>11} "
-             f"{'ΔP3 read-out':>12} {'energy axis':>11} {'ctrl/axis':>13} {'n_eff':>5}"]
+
+
+#: what the columns of :func:`details_frame` mean
+DETAILS_KEY = ("P3 read-out: Paper III's corr(axis.project(x'), H); energy axis: mean "
+               "‖x'−x‖² / mean ‖x‖²; ctrl/axis: the controls' energy over the axis' (min–max); "
+               "n_eff: effective number of the controls' per-prompt ΔKL→Bayes; p: "
+               "permutation against the controls, unadjusted (\"≤ 1/(n+1)\" at the floor).")
+
+
+def details_frame(s: SteerResult) -> pd.DataFrame:
+    """Per condition and effect, the axis effect on calibration MAE, KL to the exact
+    posterior and to the clean distribution (each beside its raw permutation p), flips, the
+    axis read-outs, the energy the axis edit moved and the controls' over it, and the
+    effective number of the controls' effects (:data:`DETAILS_KEY`); strings as printed."""
+    rows = []
     for cond, effs in s.headline.items():
         for eff, mets in effs.items():
-            def cell(k: str, mets: dict = mets) -> str:
-                r = mets.get(k)
-                if r is None:
-                    return "n/a"
-                return f"{_f(r.axis)} ({p_text(r.p, r.n_null, r.at_floor)})"
+            def val(k: str, nd: int = 3, mets: dict = mets) -> str:
+                return _f(mets[k].axis, nd) if k in mets else "n/a"
 
-            def val(k: str, mets: dict = mets) -> float | None:
-                return mets[k].axis if k in mets else None
+            def p(k: str, mets: dict = mets) -> str:
+                r = mets.get(k)
+                return "n/a" if r is None else p_text(r.p, r.n_null, r.at_floor)
 
             st = mets.get("d_kl_bayes") or next(iter(mets.values()), _NONE)
             ratio = (f"{st.energy_ratio_min:.3f}" if abs(st.energy_ratio_max
                                                        - st.energy_ratio_min) < 5e-4
                      else f"{st.energy_ratio_min:.3f}–{st.energy_ratio_max:.3f}")
-            lines.append(f"{cond:<12} {eff:<11} {cell('d_mae'):>20} {cell('d_kl_bayes'):>20} "
-                         f"{cell('kl_clean'):>20} {_f(val('top1_flip'), 2):>6} "
-                         f"{_f(val('d_axis_corr'), 2):>11} {_f(val('d_axis_proj_corr'), 2):>12}"
-                         f" {_f(st.energy_axis, 4):>11} {ratio:>13} {_f(st.n_effective, 1):>5}")
-    lines.append("P3 read-out: Paper III's corr(axis.project(x'), H); energy axis: mean "
-                 "‖x'−x‖² / mean ‖x‖²; ctrl/axis: the controls' energy over the axis' (min–max); "
-                 "n_eff: effective number of the controls' per-prompt ΔKL→Bayes; p: "
-                 "permutation against the controls, unadjusted.")
-    lines.append(survival_text(s))
+            rows.append({"condition": cond, "effect": eff,
+                         "ΔMAE (bits)": val("d_mae"), "p ΔMAE": p("d_mae"),
+                         "ΔKL→Bayes (bits)": val("d_kl_bayes"), "p ΔKL→Bayes": p("d_kl_bayes"),
+                         "KL→clean (bits)": val("kl_clean"), "p KL→clean": p("kl_clean"),
+                         "flips": val("top1_flip", 2), "Δaxis corr": val("d_axis_corr", 2),
+                         "ΔP3 read-out": val("d_axis_proj_corr", 2),
+                         "energy axis": _f(st.energy_axis, 4), "ctrl/axis": ratio,
+                         "n_eff": _f(st.n_effective, 1)})
+    return pd.DataFrame(rows)
+
+
+def details_text(s: SteerResult) -> str:
+    """The terminal view of :func:`setup_line` and :func:`details_frame`, then which primary
+    tests survive adjustment, the controls' caveats and the run's notes."""
+    frame = details_frame(s)
+    lines = [setup_line(s)]
+    if len(frame):
+        widths = {c: max(len(c), *(len(v) for v in frame[c])) for c in frame.columns}
+        lines.append(" ".join(c.ljust(widths[c]) if i < 2 else c.rjust(widths[c])
+                              for i, c in enumerate(frame.columns)))
+        lines += [" ".join(str(v).ljust(widths[c]) if i < 2 else str(v).rjust(widths[c])
+                           for i, (c, v) in enumerate(r.items()))
+                  for r in frame.to_dict("records")]
+    lines += [DETAILS_KEY, survival_text(s)]
     caveats = control_caveats(s)
     notes = [f"note: {n}" for n in s.notes]
     return "\n".join([*lines, caveats, *notes] if caveats else [*lines, *notes])

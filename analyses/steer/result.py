@@ -11,6 +11,7 @@ from ...infotheory import Calibration
 from ...interp.model import ModelInfo
 from ...probes.effective_number import EffectiveNumber
 from ...probes.energy_controls import ENERGY_TOLERANCE
+from ...windtunnel.learned import LearnedCheck
 
 
 @dataclass(frozen=True)
@@ -196,3 +197,5 @@ class SteerResult:
     controls_needed: int = 0
     verdict_withheld: bool = False
     quick: bool = False
+    #: a wind tunnel's learned check (None for other models): the verdicts stand behind it
+    learned: LearnedCheck | None = None

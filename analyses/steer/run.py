@@ -55,8 +55,10 @@ from ...probes import AxisProvenance, fit_entropy_axis, prompt_set_hash
 from ...records import Parts, fingerprint
 from ...records.progress import tqdm
 from ...windtunnel import PosteriorPrompts, TaskConfigError
+from ...windtunnel.learned import LearnedCheck
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
+from ..kit.learned import learned_of
 from ..kit.models import open_model
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -131,13 +133,14 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
     vocab = pp.hyp_ids if m.task is not None else None  # a wind tunnel: trained logits only
     with claim(cfg, m) as rd:
         fp = fingerprint(rd.settings, [str(p) for p in pp.prompts], pp.bayes.round(12))
-        result = _steer(cfg, m, layers, pp, vocab, fp, t0)
+        learned = learned_of(m, progress=cfg.progress)  # a tunnel's verdicts stand behind it
+        result = _steer(cfg, m, layers, pp, vocab, fp, t0, learned)
         rd.finish()
     return result
 
 
 def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: PosteriorPrompts,
-           vocab: Any, fp: str, t0: float) -> SteerResult:
+           vocab: Any, fp: str, t0: float, learned: LearnedCheck | None) -> SteerResult:
     out = Path(cfg.out)
 
     sites = [interp.site_name(cfg.site, L) for L in layers]
@@ -229,7 +232,7 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
         controls_needed=controls_needed(len(conds)), quick=cfg.quick,
         verdict_withheld=bool(len(primary) and primary["verdict_withheld"].all()),
         wall_s=round(time.perf_counter() - t0, 2), clean_pass_s=round(t_clean, 2),
-        reused_conditions=reused)
+        reused_conditions=reused, learned=learned)
     from .report import write_report
 
     prompts = pp.table().assign(h_model_clean_bits=h_clean,

@@ -4,6 +4,7 @@ step's files, the combined offline report and summary, and a rerun that reuses e
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -77,7 +78,13 @@ def test_demo_writes_every_step_and_one_offline_report(demo_run, capsys):
     assert sula["value"].item() == summary.sula.conditions["main"].mae
     assert np.isfinite(head[head.section == "windtunnel"]["value"]).all()
     html = (out / "report.html").read_text()
-    assert "Run manifest" in html and "SULA" in html and "Dose–response" in html
+    assert "Run manifest" in html and "SULA" in html
+    # each steering run's sections name their model; ids stay unique; the summary is a table
+    for who in ("LLM", "HMM tunnel"):
+        assert f">{who}: dose–response against control directions</h2>" in html
+        assert f">{who}: per condition, the axis edit&#x27;s effects" in html
+    ids = re.findall(r"<h2 id='([^']+)'", html)
+    assert len(ids) == len(set(ids))
     # the verdict table first: every claim of the run, none with a verdict (a quick run)
     assert html.index("QUICK RUN") < html.index("What was found") < html.index(">1. Wind")
     assert html.count("quick run: not a result") >= 4 and "survives</td>" not in html

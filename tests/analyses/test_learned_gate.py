@@ -1,6 +1,7 @@
 """The learned-first gate: a wind tunnel that has not beaten its context-blind baseline gets no
-verdict from geometry, compare or detect (the first row says why, with its numbers beside chance
-and, on the HMM, the history-free filter); a tunnel that has learned keeps its verdicts."""
+verdict from geometry, compare, detect, verify or steer (the first row says why, with its
+numbers beside chance and, on the HMM, the history-free filter); a tunnel that has learned
+keeps its verdicts."""
 
 from __future__ import annotations
 
@@ -106,3 +107,18 @@ def test_verify_withholds_its_verdicts_on_an_unlearned_tunnel(fifty_step_hmm, tm
     rows = verify_findings(res)
     assert res.learned is not None and not res.learned.learned
     assert rows[0].survives is False and all(r.survives is None for r in rows[1:])
+
+
+def test_steer_withholds_its_verdicts_on_an_unlearned_tunnel(fifty_step_hmm, tmp_path):
+    from bayesgeom.analyses.steer.findings import findings as steer_findings
+    from bayesgeom.analyses.steer.run import SteerConfig, run_steer
+
+    res = run_steer(SteerConfig(model=str(fifty_step_hmm), out=tmp_path / "s", n_random=4,
+                                n_prompts=24, cut_fractions=(1.0,), shift_deltas=(1.0,),
+                                keep_only=False, batch_size=24, progress=False))
+    assert res.learned is not None and not res.learned.learned
+    for r in (res, read_result(type(res), tmp_path / "s" / "summary.json")):
+        rows = steer_findings(r)
+        assert "learned its task" in rows[0].claim and rows[0].survives is False
+        assert len(rows) > 2 and all(r.survives is None for r in rows[1:])
+        assert all(r.evidence == WITHHELD for r in rows[1:])
