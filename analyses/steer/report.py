@@ -144,9 +144,14 @@ def write_report(path: Path, result: SteerResult, table: pd.DataFrame,
 def survival_text(s: SteerResult) -> str:
     """Which conditions' primary test survives multiplicity adjustment, plainly."""
     n = len(s.conditions)
-    quick = "Quick run: a smoke test, not a result. " if s.quick else ""
+    head = "Quick run: a smoke test, not a result. " if s.quick else ""
+    if s.learned is not None and not s.learned.learned:
+        c = s.learned
+        head += (f"The wind tunnel has not learned its task (entropy MAE {c.mae_bits:.3g} "
+                  f"bits against the {c.baseline}'s {c.baseline_bits:.3g}): every verdict "
+                  "is withheld; the tests below say only what they would have said. ")
     if s.verdict_withheld:
-        return (f"{quick}Primary test {s.primary}: no verdict on any condition (the caveats "
+        return (f"{head}Primary test {s.primary}: no verdict on any condition (the caveats "
                 "say why).")
     perm = ", ".join(_signed(s, c) for c in s.survivors) or "none"
     par = ", ".join(_signed(s, c) for c in s.survivors_parametric) or "none"
@@ -162,7 +167,7 @@ def survival_text(s: SteerResult) -> str:
                  f"{s.n_random + 1} = {1 / (s.n_random + 1):.3f}, and Holm over {n} needs < "
                  f"{0.05 / n:.4f}: no permutation test can survive; {s.controls_needed} "
                  "controls could.")
-    return quick + text
+    return head + text
 
 
 _NONE = EffectStat(float("nan"), float("nan"), float("nan"), float("nan"))

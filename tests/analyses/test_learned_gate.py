@@ -122,3 +122,6 @@ def test_steer_withholds_its_verdicts_on_an_unlearned_tunnel(fifty_step_hmm, tmp
         assert "learned its task" in rows[0].claim and rows[0].survives is False
         assert len(rows) > 2 and all(r.survives is None for r in rows[1:])
         assert all(r.evidence == WITHHELD for r in rows[1:])
+    from bayesgeom.analyses.steer.report import format_summary
+    assert "The wind tunnel has not learned its task" in format_summary(res)
+    assert "has not learned its task (entropy MAE" in (tmp_path / "s" / "report.html").read_text()
