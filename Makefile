@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: setup test demo bench lint typecheck clean paper-table docs notebooks gpu-session gpu-wheels
+.PHONY: setup test test-fast demo bench lint typecheck clean paper-table docs notebooks gpu-session gpu-wheels
 
 setup: $(STAMP)
 
@@ -36,6 +36,13 @@ notebooks: $(DOCS_STAMP)
 TYPED := records infotheory probes interp
 typecheck: setup
 	$(BIN)/mypy $(foreach p,$(TYPED),-p bayesgeom.$(p))
+
+# The fast tier (under a minute on 2 cores): the bottom and side packages and the layout checks,
+# no embedded model, no training, no command-line subprocess (those are marked slow).
+FAST := tests/records tests/infotheory tests/probes tests/interp tests/test_import_flow.py \
+	tests/test_layout.py
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow" $(FAST)
 
 test: setup typecheck
 	$(BIN)/ruff check .
