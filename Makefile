@@ -5,12 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: setup test demo bench lint clean paper-table docs notebooks gpu-session gpu-wheels
+.PHONY: setup test test-fast demo bench lint typecheck clean paper-table docs notebooks gpu-session gpu-wheels
 
 setup: $(STAMP)
 
 # torch==2.13.0 goes in the same pip call as the project: otherwise pip resolves a CUDA build (GBs).
-$(STAMP): pyproject.toml setup.py constraints.txt
+$(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e ".[test,corpora]"
@@ -25,7 +25,6 @@ $(DOCS_STAMP): $(STAMP)
 	touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP)
-	$(BIN)/python docs/api_tree.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The site's notebook pages: examples/*.ipynb executed, outputs and PNG figures kept (full sizes:
@@ -33,7 +32,19 @@ docs: $(DOCS_STAMP)
 notebooks: $(DOCS_STAMP)
 	$(BIN)/python docs/render_notebooks.py $(ARGS)
 
-test: setup
+# The type checker over the packages kept clean (bayesgeom/<folder> is <folder>/, linked).
+TYPED := records infotheory probes interp
+typecheck: setup
+	$(BIN)/mypy $(foreach p,$(TYPED),-p bayesgeom.$(p))
+
+# The fast tier (under a minute on 2 cores): the bottom and side packages and the layout checks,
+# no embedded model, no training, no command-line subprocess (those are marked slow).
+FAST := tests/records tests/infotheory tests/probes tests/interp tests/test_import_flow.py \
+	tests/test_layout.py
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow" $(FAST)
+
+test: setup typecheck
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q tests
 
@@ -64,9 +75,9 @@ gpu-wheels: setup
 bench: setup
 	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-lint: setup
+lint: setup typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) site build/docs-api
+	rm -rf $(VENV) site

@@ -45,8 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def import_checkout() -> None:
     """Import ``bayesgeom`` from this checkout, installed or not: its subpackages are the
-    repository's top-level folders (setup.py's mapping), so the package's search path is
-    ``bayesgeom/`` and the repository root."""
+    repository's top-level folders, linked into ``bayesgeom/``; the repository root is on the
+    package's search path too, for a copy of the tree that did not keep the links."""
     spec = importlib.util.spec_from_file_location(
         "bayesgeom", ROOT / "bayesgeom" / "__init__.py",
         submodule_search_locations=[str(ROOT / "bayesgeom"), str(ROOT)])

@@ -51,8 +51,8 @@ def entropy_bits_from_probs(p: Any) -> Any:
         return -terms.sum(-1) / LN2
     a = np.asarray(p, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(a > 0, a * np.log2(np.where(a > 0, a, 1.0)), 0.0)
-    return -terms.sum(axis=-1)
+        plogp = np.where(a > 0, a * np.log2(np.where(a > 0, a, 1.0)), 0.0)
+    return -plogp.sum(axis=-1)
 
 
 def entropy_bits_from_logprobs(logp: Any) -> Any:
@@ -64,11 +64,11 @@ def entropy_bits_from_logprobs(logp: Any) -> Any:
         p = lp.exp()
         terms = torch.where(p > 0, p * lp, torch.zeros_like(p))
         return -terms.sum(-1) / LN2
-    lp = np.asarray(logp, dtype=np.float64)
-    p = np.exp(lp)
+    lq = np.asarray(logp, dtype=np.float64)
+    q = np.exp(lq)
     with np.errstate(invalid="ignore"):
-        terms = np.where(p > 0, p * lp, 0.0)
-    return -terms.sum(axis=-1) / LN2
+        plogp = np.where(q > 0, q * lq, 0.0)
+    return -plogp.sum(axis=-1) / LN2
 
 
 def log_softmax(logits: Any) -> Any:

@@ -149,6 +149,8 @@ class BypassLayer(Ablation):
             return list(range(n_layers))
         from .sites import resolve_layers
 
+        if isinstance(self.layers, str):
+            raise ValueError(f"layers must be '*', an index or indices, got {self.layers!r}")
         ls = [self.layers] if isinstance(self.layers, int) else list(self.layers)
         return resolve_layers(ls, n_layers)
 

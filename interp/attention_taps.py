@@ -102,7 +102,7 @@ def _taps_kernel(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor
                           "modeling file; gradient taps cannot read its attention")
     session = _ACTIVE[-1] if _ACTIVE else None
     layer = None if session is None else session.layer_of.get(id(module))
-    if layer is None:
+    if layer is None or session is None:
         return eager(module, query, key, value, attention_mask, **kw)
     if attention_mask is None or attention_mask.dtype == torch.bool:
         raise InterpError("gradient taps need the eager kernel's additive float mask; got "
@@ -161,7 +161,7 @@ def next_token_loss(model: InterpModel, batch: TokenBatch) -> torch.Tensor:
 
 @contextmanager
 def _taps_on(model: InterpModel, layers: list[int]) -> Iterator[_Session]:
-    hf = model.hf
+    hf: Any = model.hf  # a PreTrainedModel (set_attn_implementation)
     if model.backend.name != "hf":
         raise InterpError("gradient taps need the 'hf' backend (plain hooks on HF modules)")
     if model.modules.adapter.attention is None:

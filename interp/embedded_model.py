@@ -267,7 +267,7 @@ def _convert(src: Path, final: Path, model: EmbeddedModel = DEFAULT) -> None:
     old = final.parent / f".old-{final.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        hf = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name,
+        hf: Any = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name,
                                                   dtype=torch.float32)
         tok = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
         hf.hf_quantizer = None  # dequantised weights are plain float32

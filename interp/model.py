@@ -182,7 +182,8 @@ class InterpModel:
         with torch.no_grad():
             for name, t in itertools.chain(self.hf.named_parameters(), self.hf.named_buffers()):
                 h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
-                h.update(t.detach().reshape(-1).contiguous().view(torch.uint8).cpu().numpy())
+                raw = t.detach().reshape(-1).contiguous().view(torch.uint8).cpu().numpy()
+                h.update(raw)  # type: ignore[arg-type]  # a buffer; numpy's stubs say so in 3.12+
         return h.hexdigest()
 
     def sites(self) -> list[str]:

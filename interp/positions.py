@@ -84,6 +84,8 @@ def position_mask(spec: str | tuple[int, ...], lengths: torch.Tensor, width: int
         return real
     if spec == "last":
         return cols[None, :].expand(lengths.numel(), width) == width - 1
+    if isinstance(spec, str):
+        raise ValueError(f"unknown position spec {spec!r}: 'all', 'last' or indices")
     mask = torch.zeros(lengths.numel(), width, dtype=torch.bool)
     for i in spec:
         p = torch.where(torch.tensor(i) < 0, lengths + i, torch.full_like(lengths, i))

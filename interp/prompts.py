@@ -83,12 +83,12 @@ def encode_prompts(
     texts: list[str] | None = None
     if all(isinstance(p, str) for p in prompts):
         texts = [p.removeprefix(BOM) for p in prompts]
-        for i, t in enumerate(texts):
-            if not t:
+        for i, text in enumerate(texts):
+            if not text:
                 raise PromptError(f"prompt {i} is an empty string")
-            if "\x00" in t:  # tokenizers read it as text: a file read in binary, or a C string
-                raise PromptError(f"prompt {i} holds a NUL byte (at character {t.index(chr(0))}); "
-                                  "remove it or read the prompts as text")
+            if "\x00" in text:  # tokenizers read it as text: a file read in binary, a C string
+                raise PromptError(f"prompt {i} holds a NUL byte (at character "
+                                  f"{text.index(chr(0))}); remove it or read the prompts as text")
         if tokenizer is None:
             raise PromptError(no_tokenizer)
         tokens = [list(ids) for ids in tokenizer(texts, add_special_tokens=True)["input_ids"]]

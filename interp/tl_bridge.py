@@ -52,7 +52,7 @@ def build_bridge(hf_model: nn.Module, tokenizer: Any | None, source: str | None)
     )
     from transformer_lens.utilities.attn_implementation import force_eager_attention
 
-    cfg = hf_model.config  # type: ignore[union-attr]
+    cfg: Any = hf_model.config
     arch = determine_architecture_from_hf_config(cfg)
     bcfg = build_bridge_config_from_hf(cfg, arch, source or cfg.model_type, dtype)
     adapter = ArchitectureAdapterFactory.select_architecture_adapter(bcfg)
@@ -90,13 +90,15 @@ class TransformerLensBackend:
         if point is None:
             raise InterpError(f"TransformerBridge has no hook point {name} for site {site.name}")
         if site.kind == "final_norm.scale":
-            def hook(x: torch.Tensor, hook: Any) -> None:
+            def hook(x: torch.Tensor, hook: Any) -> torch.Tensor | None:
                 if fn(x.squeeze(-1)) is not None:
                     raise InterpError(f"site {site.name} is read-only")
+                return None
         elif site.kind == "attn.pattern":
-            def hook(x: torch.Tensor, hook: Any) -> None:
+            def hook(x: torch.Tensor, hook: Any) -> torch.Tensor | None:
                 if fn(x) is not None:
                     raise InterpError(f"site {site.name} is read-only")
+                return None
         else:
             def hook(x: torch.Tensor, hook: Any) -> torch.Tensor | None:
                 return fn(x)

@@ -66,6 +66,8 @@ def correlation_with_ci(
     cj, tj = c[jk], t[jk]
     return CorrelationResult(
         n=c.size,
-        spearman=bca_interval(float(spearman(c, t)), spearman(cb, tb), spearman(cj, tj), level),
-        pearson=bca_interval(float(pearson(c, t)), pearson(cb, tb), pearson(cj, tj), level),
+        spearman=bca_interval(float(spearman(c, t)), np.asarray(spearman(cb, tb)),
+                              np.asarray(spearman(cj, tj)), level),
+        pearson=bca_interval(float(pearson(c, t)), np.asarray(pearson(cb, tb)),
+                             np.asarray(pearson(cj, tj)), level),
     )

@@ -51,4 +51,4 @@ def dimension_at_variance(eigenvalues: object, threshold: float) -> int:
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
     cum = np.cumsum(explained_variance_ratio(eigenvalues))
-    return int(min(np.searchsorted(cum, threshold - 1e-12) + 1, cum.size))
+    return min(int(np.searchsorted(cum, threshold - 1e-12)) + 1, int(cum.size))

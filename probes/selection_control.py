@@ -123,7 +123,7 @@ def cross_fit(tv: np.ndarray, strata: np.ndarray | None = None, n_repeats: int =
     t = np.asarray(tv, dtype=np.float64)
     if t.ndim != 2:
         raise ValueError(f"tv must be [N, H], got {t.shape}")
-    ok = np.isfinite(t).any(1)
+    ok = np.asarray(np.isfinite(t).any(1))
     rng = np.random.default_rng(seed)
     held = np.full((n_repeats, t.shape[0]), np.nan)
     folds = np.full((n_repeats, t.shape[0]), -1, dtype=np.int64)

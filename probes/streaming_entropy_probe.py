@@ -56,8 +56,9 @@ class StreamingEntropyProbe:
         if a.shape[1] != self.dim:
             raise ValueError(f"x has {a.shape[1]} features, probe has {self.dim}")
         t = as_vector(y, "y", n=a.shape[0])
+        f: np.ndarray
         if folds is None:
-            f = self._rng.integers(0, self.n_folds, size=a.shape[0])
+            f = np.asarray(self._rng.integers(0, self.n_folds, size=a.shape[0]))
         else:
             f = np.asarray(folds, dtype=np.int64)
             if f.shape != (a.shape[0],) or f.min() < 0 or f.max() >= self.n_folds:

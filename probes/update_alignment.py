@@ -74,7 +74,7 @@ def row_tv_distance(p0: np.ndarray, p1: np.ndarray, allowed: np.ndarray) -> np.n
     if p0.shape != p1.shape:
         raise ValueError(f"shapes differ: {p0.shape} and {p1.shape}")
     m = np.broadcast_to(allowed, p0.shape)
-    real = m.any(-1)  # [N, H, T]
+    real = np.asarray(m.any(-1))  # [N, H, T]
     tv = 0.5 * np.where(m, np.abs(p1 - p0), 0.0).sum(-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return _per_head(np.where(real, tv, 0.0)) / _per_head(real)
@@ -94,7 +94,7 @@ def relative_change(x0: np.ndarray, x1: np.ndarray, mask: np.ndarray) -> np.ndar
 def real_keys(allowed: np.ndarray) -> np.ndarray:
     """[N, 1, Tk, 1] bool: the key positions some query may read (for masking values and keys
     [N, Hkv, Tk, dh])."""
-    return allowed.any(axis=(1, 2))[:, None, :, None]
+    return np.asarray(allowed.any(axis=(1, 2)))[:, None, :, None]
 
 
 def head_value_pca(v: np.ndarray, keys: np.ndarray) -> list[PCAResult]:

@@ -26,7 +26,7 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     """Call ``write(tmp_path)``, fsync the result, then atomically move it to ``path``
     (parents created). Returns ``path``. An OS error (disk full, read-only, a file where a
     folder should be) becomes a one-line :class:`~records.errors.FileFault` naming ``path``."""

@@ -62,7 +62,7 @@ def lazy_exports(package: str, whole: bool = False) -> Callable[[str], Any]:
     module = sys.modules[package]  # the package being initialised
     names = exports(package)
     module.__class__ = LazyPackage
-    module.__lazy_names__ = names
+    vars(module)["__lazy_names__"] = names
 
     def load(name: str) -> Any:
         where, original = names[name]

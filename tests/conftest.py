@@ -2,3 +2,19 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest
+
+
+def load_factor() -> float:
+    """How many times slower than when idle this machine runs now: its 1-minute load average
+    per core, at least 1."""
+    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
+@pytest.fixture(scope="session")
+def scaled():
+    """``scaled(s)``: a wall-clock limit of ``s`` seconds on an idle machine, stretched by the
+    load when it is asked (300 s is 1,200 s at load 8 on 2 cores), so that a loaded machine
+    is slower, not wrong; the work under the limit is bounded by the test itself."""
+    return lambda seconds: seconds * load_factor()

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bayesgeom import SUBPACKAGES
+
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("bayesgeom", "records", "infotheory", "interp", "probes", "windtunnel", "analyses")
+PACKAGES = ("bayesgeom", *SUBPACKAGES)
 MODULES = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
                  for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
                  if ">>>" in p.read_text())

@@ -9,12 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from bayesgeom import SUBPACKAGES
+
 ROOT = Path(__file__).resolve().parent.parent
 BOTTOM = {"records", "infotheory"}
 SIDE = {"interp", "probes", "windtunnel"}
 #: the façade (``bayesgeom/``: lazy names over every subpackage) sits on top with analyses
 TOP = {"analyses", "bayesgeom"}
 PACKAGES = BOTTOM | SIDE | TOP
+
+
+def test_the_layers_name_every_subpackage():
+    assert BOTTOM | SIDE | {"analyses"} == set(SUBPACKAGES)
 
 
 def _modules() -> dict[str, Path]:

@@ -28,11 +28,11 @@ def test_the_readme_fits_on_a_few_screens():
 
 
 @pytest.mark.parametrize("code", BLOCKS, ids=lambda b: f"block-{BLOCKS.index(b) + 1}")
-def test_readme_block_runs(code, tmp_path):
+def test_readme_block_runs(code, tmp_path, scaled):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
     (tmp_path / "tunnels").symlink_to(ROOT / "tunnels")  # the committed wind tunnels
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=scaled(600))
     assert done.returncode == 0, f"{code}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
     assert done.stdout.strip(), "each quick start prints what it found"

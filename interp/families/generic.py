@@ -59,7 +59,8 @@ def discover(model: nn.Module) -> FamilyAdapter:
     layer0 = _get(model, layers_path + ".0")
     attn_path = _first(layer0, ATTENTION)
     attn = _get(layer0, attn_path) if layer0 is not None and attn_path else None
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    output_embeddings = getattr(model, "get_output_embeddings", None)  # an HF PreTrainedModel's
+    head = output_embeddings() if callable(output_embeddings) else None
     head_path = next((n for n, m in model.named_modules() if head is not None and m is head), None)
     model_type = str(getattr(getattr(model, "config", None), "model_type", "unknown"))
     return FamilyAdapter(

@@ -141,10 +141,10 @@ def test_eval_reports_a_corrupt_model(tmp_path, capsys):
     assert "model.safetensors has 10 bytes" in capsys.readouterr().err
 
 
-def test_console_script_exit_status():
+def test_console_script_exit_status(scaled):
     exe = shutil.which("bayesgeom") or f"{sys.prefix}/bin/bayesgeom"
     p = subprocess.run(
-        [exe, "windtunnel", "sample", "--task", "nope"], capture_output=True, text=True, timeout=120
-    )
+        [exe, "windtunnel", "sample", "--task", "nope"], capture_output=True, text=True,
+        timeout=scaled(120))
     assert p.returncode == 2 and "unknown task 'nope'" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1  # one line, no traceback, no usage dump

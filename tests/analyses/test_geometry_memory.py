@@ -94,7 +94,7 @@ def build_model(root: Path, vocab: int) -> Path:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
-def test_geometry_memory_grows_with_the_weights_within_its_ratio(tmp_path):
+def test_geometry_memory_grows_with_the_weights_within_its_ratio(tmp_path, scaled):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "OMP_NUM_THREADS": "1"}
     models = [build_model(tmp_path, v) for v in VOCABS]
@@ -104,7 +104,7 @@ def test_geometry_memory_grows_with_the_weights_within_its_ratio(tmp_path):
              for i, d in enumerate(models)]
     added, weights = [], []
     for d, p in zip(models, procs, strict=True):
-        out, err = p.communicate(timeout=600)
+        out, err = p.communicate(timeout=scaled(600))
         assert p.returncode == 0, err[-3000:]
         got = json.loads(out.strip().splitlines()[-1])
         added.append((got["peak_kib"] - got["baseline_kib"]) * 1024)

@@ -28,7 +28,7 @@ def _alive(pid: int) -> bool:
     return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
 
 
-def _worker_pid(out: Path, sweep: subprocess.Popen, within: float = 120) -> int:
+def _worker_pid(out: Path, sweep: subprocess.Popen, within: float) -> int:
     """The pid of the process that holds the cell's lock (its owner file), once it trains."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < within:
@@ -44,22 +44,22 @@ def _worker_pid(out: Path, sweep: subprocess.Popen, within: float = 120) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "submitit"])
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
-def test_a_stopped_sweep_leaves_no_worker_and_a_rerun_resumes(tmp_path, backend, stop):
+def test_a_stopped_sweep_leaves_no_worker_and_a_rerun_resumes(tmp_path, backend, stop, scaled):
     out = tmp_path / "sweep"
     cmd = [sys.executable, "-m", "bayesgeom", *ARGV, "--backend", backend, "--out", str(out)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     sweep = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-    worker = _worker_pid(out, sweep)
+    worker = _worker_pid(out, sweep, scaled(120))
     sweep.send_signal(stop)
-    code = sweep.wait(30)
+    code = sweep.wait(scaled(30))
     assert code == (-signal.SIGKILL if stop == signal.SIGKILL else 130), sweep.communicate()
     t0 = time.monotonic()
-    while _alive(worker) and time.monotonic() - t0 < 10:
+    while _alive(worker) and time.monotonic() - t0 < scaled(10):
         time.sleep(0.1)
     assert not _alive(worker), f"worker {worker} survived its sweep ({backend}, {stop.name})"
     rerun = subprocess.run([*cmd, "--json"], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, timeout=300)
+                           text=True, timeout=scaled(300))
     assert rerun.returncode == 0, rerun.stderr
     res = json.loads(rerun.stdout)
     assert [c["status"] for c in res["cells"]] == ["trained"] and res["failed"] == 0

@@ -146,7 +146,7 @@ def test_a_foreign_out_is_refused_on_a_machine_without_the_model(
     ["sweep", "--tasks", "hmm", "--eval-params", '{"hmm": [{"Q": 3}]}', "--out", "x"],
     ["sweep", "--tasks", "hmm", "--task-params", '{"hmm": {"K": -3}}', "--out", "x"],
 ], ids=lambda a: " ".join(a[:2] if a[0] != "sweep" else a[:4]))
-def test_the_validation_path_imports_nothing_heavy(argv: list[str]) -> None:
+def test_the_validation_path_imports_nothing_heavy(argv: list[str], scaled) -> None:
     """A usage error is answered by the config modules alone: no torch, transformers, pandas,
     scipy, plotly or scikit-learn is imported (run from the repository root)."""
     code = ("import sys\nfrom bayesgeom.analyses.cli import main\n"
@@ -154,11 +154,12 @@ def test_the_validation_path_imports_nothing_heavy(argv: list[str]) -> None:
             f"print(status, sorted(m for m in {HEAVY!r} if m in sys.modules))")
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=root, timeout=120)
+                          cwd=root, timeout=scaled(120))
     assert done.stdout.strip().splitlines()[-1] == "2 []", (done.stdout, done.stderr)
 
 
-def test_a_sula_option_for_a_wind_tunnel_is_refused_without_torch(tmp_path: Path) -> None:
+def test_a_sula_option_for_a_wind_tunnel_is_refused_without_torch(tmp_path: Path,
+                                                                scaled) -> None:
     """``verify --labels`` with a wind-tunnel run: the run is recognised from its record alone
     (:mod:`windtunnel.run_identity`), so the refusal imports nothing heavy either."""
     run = tmp_path / "run"
@@ -169,6 +170,6 @@ def test_a_sula_option_for_a_wind_tunnel_is_refused_without_torch(tmp_path: Path
             f"status = main({argv!r})\n"
             f"print(status, sorted(m for m in {HEAVY!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=scaled(120))
     assert done.stdout.strip().splitlines()[-1] == "2 []", (done.stdout, done.stderr)
     assert "applies to text models" in done.stderr

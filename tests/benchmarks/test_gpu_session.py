@@ -29,7 +29,7 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1", "TOKENIZERS_PAR
 
 
 @pytest.fixture(scope="module")
-def dry_run(tmp_path_factory):
+def dry_run(tmp_path_factory, scaled):
     """(CPU seconds, wall seconds, completed process, result folder) of one dry run, as on the
     GPU machine: its missing packages hidden and no editable install."""
     out = tmp_path_factory.mktemp("gpu-session")
@@ -38,7 +38,7 @@ def dry_run(tmp_path_factory):
     cmd = [sys.executable, str(SCRIPT), "--dry-run", "--emulate-gpu-machine", "--device", "cpu",
            "--out", str(out)]
     done = subprocess.run(cmd, cwd=tmp_path_factory.getbasetemp(), env=ENV,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=scaled(300))
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -52,7 +52,6 @@ def test_the_dry_run_passes_in_under_a_minute(dry_run):
     cpu, wall, done, out = dry_run
     assert done.returncode == 0, f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr[-4000:]}"
     assert cpu < 60, f"the dry run took {cpu:.0f} CPU seconds ({wall:.0f} s of wall time)"
-    assert wall < 300
     s = json.loads((out / "session.json").read_text())
     assert s["dry_run"] and s["passed"] and s["cpu_only"]
     assert {p["status"] for p in s["parts"].values()} == {"done"}

@@ -31,12 +31,12 @@ def test_notebook_is_stored_without_outputs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_top_to_bottom(path, tmp_path, monkeypatch):
+def test_notebook_runs_top_to_bottom(path, tmp_path, monkeypatch, scaled):
     monkeypatch.setenv("BAYESGEOM_QUICK", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TQDM_DISABLE", "1")
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+    client = NotebookClient(nb, timeout=int(scaled(600)), kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
     client.execute(env=dict(os.environ))  # raises CellExecutionError with the cell's traceback
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs

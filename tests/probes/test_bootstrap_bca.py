@@ -106,6 +106,7 @@ def test_planted_share_from_fewer_rows_than_dimensions_is_flagged():
         assert not iv.contains_estimate and iv.note == EXCLUDES_NOTE
 
 
+@pytest.mark.slow  # a coverage simulation: the full tier
 def test_bca_corrects_the_upward_bias_of_a_share_interval():
     """PC1 share of 400 rows in 20 dimensions (5 loaded on one factor, true share 0.128):
     the percentile interval misses high in about a fifth of samples; BCa covers at about the

@@ -10,6 +10,8 @@ from bayesgeom.probes.bootstrap import percentile_interval, resample_indices
 from bayesgeom.probes.pca import fit_pca
 from bayesgeom.probes.pca_summary import bootstrap_variance_ratios
 
+pytestmark = pytest.mark.slow  # coverage simulations: the full tier
+
 N_REPS = 200
 # Binomial sd of the coverage over 200 replications is ~1.5 %; percentile intervals run slightly
 # under nominal at these sample sizes. Too narrow or too wide intervals fall outside the band.

@@ -48,6 +48,7 @@ def test_at_chance_from_the_start_has_no_critical_length():
     assert res.low is None and res.high is None
 
 
+@pytest.mark.slow  # a coverage simulation: the full tier
 def test_the_bootstrap_interval_covers_the_truth_and_is_seeded():
     lc, covered = 150.0, 0
     p = decay_curve(ELL, a=0.95, critical_length=lc, b=3.0, floor=CHANCE)

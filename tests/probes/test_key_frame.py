@@ -70,7 +70,8 @@ def test_more_keys_than_dimensions_are_flagged_against_the_welch_ceiling():
     assert welch_bound(16, 16) == 0.0 and score_frame(_orthonormal(16, 16)).orthogonalisable
 
 
-@pytest.mark.parametrize(("m", "d"), [(16, 64), (64, 64), (200, 64), (20, 16)])
+@pytest.mark.parametrize(("m", "d"), [(16, 64), (64, 64),
+                                      pytest.param(200, 64, marks=pytest.mark.slow), (20, 16)])
 @pytest.mark.parametrize("centre", [True, False])
 def test_random_frames_isotropy_near_its_analytic_chance_level(m, d, centre):
     rng = np.random.default_rng([m, d])

@@ -347,7 +347,7 @@ def test_an_older_run_record_still_loads(run_copy):
 
 
 @pytest.mark.slow
-def test_two_writers_to_one_out_one_proceeds_the_other_is_refused(tmp_path):
+def test_two_writers_to_one_out_one_proceeds_the_other_is_refused(tmp_path, scaled):
     out = tmp_path / "race"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "bayesgeom", "windtunnel", "train", "--preset", "tiny",
@@ -356,7 +356,7 @@ def test_two_writers_to_one_out_one_proceeds_the_other_is_refused(tmp_path):
             "--no-progress", "--out", str(out)]
     procs = [subprocess.Popen([*argv, "--seed", str(s)], cwd=ROOT, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for s in (0, 1)]
-    results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+    results = [(p.wait(timeout=scaled(300)), *p.communicate()) for p in procs]
     codes = sorted(r[0] for r in results)
     assert codes == [0, 1], results
     winner = next(i for i, r in enumerate(results) if r[0] == 0)
