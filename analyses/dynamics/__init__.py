@@ -1,22 +1,16 @@
-"""``bayesgeom dynamics``: Paper II -- ``verify`` (the gradient identities in every head of a
-model against autograd), ``em-vs-sgd`` (the sticky Markov-chain training comparison) and the
-training-dynamics monitor of ``windtunnel train --monitor-every``."""
+"""``bayesgeom dynamics``: Paper II, one experiment folder each -- ``verify`` (:mod:`.verify`:
+the gradient identities in every head of a model against autograd), ``em-vs-sgd``
+(:mod:`.em_vs_sgd`: the sticky Markov-chain training comparison) -- and the training-dynamics
+monitor of ``windtunnel train --monitor-every`` (:mod:`.monitor`)."""
 
-from ..kit.experiment import Experiment, package_exports
+from ..kit.experiment import package_exports
+from . import em_vs_sgd, verify
 
-EXPERIMENTS = (
-    Experiment.in_package(
-        __name__, "verify", "the routing law, value update and Q/K gradients of every "
-        "attention head, predicted and compared with autograd", "VerifyConfig", "run_verify",
-        modules=("verify_config", "verify", "verify_report"), group="dynamics"),
-    Experiment.in_package(
-        __name__, "em-vs-sgd", "the sticky Markov chain: the authors' SGD and learning-rate "
-        "split, tuned baselines (SGD, per-matrix lrs, Adam) and an EM-like closed-form M-step "
-        "with its ablations, over seeds, with paired tests", "EmVsSgdConfig", "run_em_vs_sgd",
-        modules=("em_vs_sgd_config", "em_vs_sgd", "em_vs_sgd_report"), group="dynamics"),
-)
+#: the group's commands, in the order ``bayesgeom dynamics --help`` lists them
+EXPERIMENTS = (*verify.EXPERIMENTS, *em_vs_sgd.EXPERIMENTS)
 
 #: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"EmVsSgdConfig": "em_vs_sgd_config", "VerifyConfig": "verify_config",
-           "run_em_vs_sgd": "em_vs_sgd", "run_verify": "verify"}
+EXPORTS = {"EmVsSgdConfig": "em_vs_sgd.config", "VerifyConfig": "verify.config",
+           "run_em_vs_sgd": "em_vs_sgd.run", "run_verify": "verify.run",
+           "DynamicsMonitor": "monitor.run"}
 __all__, __getattr__ = package_exports(__name__, EXPORTS)

@@ -10,17 +10,11 @@ import pytest
 import torch
 
 from bayesgeom.analyses.cli import main
-from bayesgeom.analyses.dynamics.monitor import DynamicsMonitor
-from bayesgeom.analyses.dynamics.monitor_report import (
-    HEAD_METRICS,
-    column,
-    findings,
-    format_summary,
-    phase_means,
-    read_dynamics,
-    settle_steps,
-    tidy_log,
-)
+from bayesgeom.analyses.dynamics.monitor.findings import findings
+from bayesgeom.analyses.dynamics.monitor.report import format_summary
+from bayesgeom.analyses.dynamics.monitor.result import HEAD_METRICS, column, read_dynamics, tidy_log
+from bayesgeom.analyses.dynamics.monitor.run import DynamicsMonitor
+from bayesgeom.analyses.dynamics.monitor.timescales import phase_means, settle_steps
 from bayesgeom.windtunnel import make_token_task
 from bayesgeom.windtunnel.architectures import build_model
 from bayesgeom.windtunnel.training import TrainConfig, task_loss, train

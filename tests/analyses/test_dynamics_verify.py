@@ -8,8 +8,11 @@ import json
 import pytest
 
 from bayesgeom.analyses.cli import main
-from bayesgeom.analyses.dynamics.verify import CONTROLS, IDENTITIES, VerifyConfig, run_verify
-from bayesgeom.analyses.dynamics.verify_report import findings, format_summary
+from bayesgeom.analyses.dynamics.verify.config import VerifyConfig
+from bayesgeom.analyses.dynamics.verify.findings import findings
+from bayesgeom.analyses.dynamics.verify.report import format_summary
+from bayesgeom.analyses.dynamics.verify.result import CONTROLS, IDENTITIES
+from bayesgeom.analyses.dynamics.verify.run import run_verify
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.records import read_json, read_table
 

@@ -15,26 +15,28 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bayesgeom.analyses.dynamics import em_vs_sgd as mod
-from bayesgeom.analyses.dynamics import em_vs_sgd_config
-from bayesgeom.analyses.dynamics.em_vs_sgd import EmVsSgdConfig, run_em_vs_sgd
-from bayesgeom.analyses.dynamics.em_vs_sgd_deep import train_deep
-from bayesgeom.analyses.dynamics.em_vs_sgd_protocols import (
+from bayesgeom.analyses.dynamics.em_vs_sgd import config as em_vs_sgd_config
+from bayesgeom.analyses.dynamics.em_vs_sgd import run as mod
+from bayesgeom.analyses.dynamics.em_vs_sgd.config import EmVsSgdConfig
+from bayesgeom.analyses.dynamics.em_vs_sgd.deep import train_deep
+from bayesgeom.analyses.dynamics.em_vs_sgd.findings import findings
+from bayesgeom.analyses.dynamics.em_vs_sgd.protocols import (
     BASELINE,
     GRID_POINTS,
     PILOT_SEED,
     PROTOCOLS,
 )
-from bayesgeom.analyses.dynamics.em_vs_sgd_reference import (
+from bayesgeom.analyses.dynamics.em_vs_sgd.reference import (
     m_step,
     token_errors,
     train_reference,
     uniform_attention,
 )
-from bayesgeom.analyses.dynamics.em_vs_sgd_report import findings, format_summary
-from bayesgeom.analyses.dynamics.em_vs_sgd_stats import Run, choose, first_below
-from bayesgeom.analyses.dynamics.em_vs_sgd_verdict import verdict
-from bayesgeom.analyses.dynamics.sticky_trainer import RunSettings, train_batch
+from bayesgeom.analyses.dynamics.em_vs_sgd.report import format_summary
+from bayesgeom.analyses.dynamics.em_vs_sgd.run import run_em_vs_sgd
+from bayesgeom.analyses.dynamics.em_vs_sgd.stats import Run, choose, first_below
+from bayesgeom.analyses.dynamics.em_vs_sgd.sticky_trainer import RunSettings, train_batch
+from bayesgeom.analyses.dynamics.em_vs_sgd.verdict import verdict
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.windtunnel import sticky_chain as sc
 
@@ -149,7 +151,7 @@ def test_quick_config_stays_small_and_bad_settings_are_one_line_errors(tmp_path)
 
 
 def _summary(name: str, **kw) -> object:
-    from bayesgeom.analyses.dynamics.em_vs_sgd_result import ProtocolSummary
+    from bayesgeom.analyses.dynamics.em_vs_sgd.result import ProtocolSummary
 
     base = dict(protocol=name, label=name, param="eta", value=30.0, n_seeds=5,
                 final_loss_mean=2.0, final_loss_sd=0.01, entropy_mean=2.0, entropy_sd=0.01,

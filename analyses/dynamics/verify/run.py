@@ -32,24 +32,24 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import interp
-from ...interp.attention_taps import (
+from .... import interp
+from ....interp.attention_taps import (
     AttentionGradients,
     HeadTensors,
     attention_gradients,
     loss_after_value_step,
     next_token_loss,
 )
-from ...probes import routing_law as rl
-from ...records.progress import tqdm
-from ...windtunnel.seeds import Purpose, stream
-from ...windtunnel.training import task_loss
-from ..kit.errors import ExperimentError
-from ..kit.models import open_model
-from ..kit.out_dirs import claim
-from ..kit.writer import write_run
-from .verify_config import VerifyConfig
-from .verify_result import CONTROLS, COROLLARIES, IDENTITIES, IdentityCheck, VerifyResult
+from ....probes import routing_law as rl
+from ....records.progress import tqdm
+from ....windtunnel.seeds import Purpose, stream
+from ....windtunnel.training import task_loss
+from ...kit.errors import ExperimentError
+from ...kit.models import open_model
+from ...kit.out_dirs import claim
+from ...kit.writer import write_run
+from .config import VerifyConfig
+from .result import CONTROLS, COROLLARIES, IDENTITIES, IdentityCheck, VerifyResult
 
 DEFAULT_PROMPTS = (
     "The capital of France is Paris, and the capital of Italy is",
@@ -190,7 +190,7 @@ def _summarise(cfg: VerifyConfig, m: interp.InterpModel, g: AttentionGradients,
 
 def _write(cfg: VerifyConfig, m: interp.InterpModel, res: VerifyResult, table: pd.DataFrame,
            steps: pd.DataFrame) -> None:
-    from .verify_report import write_report
+    from .report import write_report
 
     write_run(cfg, res, model=m, dtype=cfg.dtype,
               tables={"table.parquet": table.assign(model=res.model),

@@ -4,7 +4,7 @@ SingleHeadAttention`) trained full batch at once, with hand-written gradients.
 R runs (seeds, protocols' grid trials) are stacked along a leading batch dimension: W_Q, W_K
 [R, d_x, d_k], W_V [R, d_x, d_v], W_O [R, d_v, n], the inputs X [R, T, d_x] float32, the
 targets [R, T]. Each step computes, for every run, the loss (mean CE, nats) and the exact
-gradients of the autograd loop (:mod:`analyses.dynamics.em_vs_sgd_reference`), then applies the
+gradients of the autograd loop (:mod:`analyses.dynamics.em_vs_sgd.reference`), then applies the
 run's update (:class:`RunSettings`): plain gradient steps with a learning rate per matrix,
 Adam (``torch.optim.Adam``'s formula), and optionally a closed-form M-step on W_V.
 
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ...windtunnel import sticky_chain as sc
+from ....windtunnel import sticky_chain as sc
 
 #: query rows per block (fixed, so a run's numbers do not depend on the batch it ran in)
 CHUNK = 128

@@ -1,4 +1,4 @@
-"""The typed result of ``bayesgeom dynamics verify`` (:mod:`analyses.dynamics.verify`) and the
+"""The typed result of ``bayesgeom dynamics verify`` (:mod:`analyses.dynamics.verify.run`) and the
 identities it checks."""
 
 from __future__ import annotations

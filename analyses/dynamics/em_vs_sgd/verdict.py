@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 
-from ..kit.numbers import times
-from .em_vs_sgd_protocols import BASELINE
-from .em_vs_sgd_result import ProtocolSummary, Tuning
+from ...kit.numbers import times
+from .protocols import BASELINE
+from .result import ProtocolSummary, Tuning
 
 #: the protocols that carry an EM-like claim: the authors' "EM-like" split and our M-steps
 EM_LIKE = ("authors_split", "em_closed_form", "em_unnorm", "em_uniform")

@@ -1,6 +1,6 @@
 """The plain per-step loop of ``bayesgeom dynamics em-vs-sgd``: one head, autograd, one step at
 a time, the M-step by ``torch.linalg.lstsq`` -- the definition the batched trainer
-(:mod:`analyses.dynamics.sticky_trainer`) is tested against, and the baseline of
+(:mod:`analyses.dynamics.em_vs_sgd.sticky_trainer`) is tested against, and the baseline of
 ``benchmarks/em_vs_sgd_speed.py``.
 
 M-steps (at the current parameters, before the gradient step; ũ_i = ∂ℓ_i/∂o_i [T, d_v] the
@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ...windtunnel import sticky_chain as sc
+from ....windtunnel import sticky_chain as sc
 from .sticky_trainer import ADAM_BETAS, ADAM_EPS, RunSettings
 
 

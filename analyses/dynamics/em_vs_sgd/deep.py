@@ -13,8 +13,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ...records.progress import tqdm
-from ...windtunnel import sticky_chain as sc
+from ....records.progress import tqdm
+from ....windtunnel import sticky_chain as sc
 
 DEEP_LR, DEEP_WD, DEEP_CLIP = 3e-4, 0.01, 1.0
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...records import option
-from ...windtunnel.names import STICKY_SEEDS
-from ..kit.run_options import RunOptions, changed_options
+from ....records import option
+from ....windtunnel.names import STICKY_SEEDS
+from ...kit.run_options import RunOptions, changed_options
 
 QUICK_SEEDS, QUICK_STEPS = 2, 150
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...records import option
-from ..kit.errors import ExperimentError
-from ..kit.options import layers_option, model_option
-from ..kit.run_options import RunOptions, Seeded
+from ....records import option
+from ...kit.errors import ExperimentError
+from ...kit.options import layers_option, model_option
+from ...kit.run_options import RunOptions, Seeded
 
 
 @dataclass

@@ -5,7 +5,7 @@ against tuned baselines.
 For each seed (the first N of the authors' 42, 2024, 1337, 7777, 9999) the seed's sequence
 (T = 2000, 1999 positions) is fitted full batch for ``steps`` steps (CE in nats, no momentum
 unless Adam) from the same seeded initialisation by each protocol of
-:mod:`analyses.dynamics.em_vs_sgd_protocols`: the authors' two (SGD at lr 0.01 and their
+:mod:`analyses.dynamics.em_vs_sgd.protocols`: the authors' two (SGD at lr 0.01 and their
 learning-rate split, untuned, as they ran them) and seven tuned ones (SGD, values ×k, output
 ×k, Adam, the closed-form M-step and its two ablations).
 
@@ -24,14 +24,14 @@ SGD's full wall time / mean wall time) when every seed reached it; paired t-test
 (``scipy.stats.ttest_rel``) of the final losses against tuned SGD's, Holm over the protocols
 (:func:`probes.multiple_testing.holm`). The authors' measure (steps to the mean final loss of
 SGD at lr 0.01) is kept beside it. The verdict -- which speed-up survives tuning -- is
-generated from these numbers (:mod:`analyses.dynamics.em_vs_sgd_stats`).
+generated from these numbers (:mod:`analyses.dynamics.em_vs_sgd.stats`).
 
-Training runs batched (:mod:`analyses.dynamics.sticky_trainer`: a protocol's grid trials, or
-its seeds, stacked along a batch dimension, hand-written gradients, tested against the plain
-autograd loop of :mod:`analyses.dynamics.em_vs_sgd_reference`). ``--quick``: 2 seeds, 150
+Training runs batched (:mod:`.sticky_trainer`: a protocol's grid trials, or its seeds,
+stacked along a batch dimension, hand-written gradients, tested against the plain autograd
+loop of :mod:`.reference`). ``--quick``: 2 seeds, 150
 steps, 3-point grids -- a smoke run, labelled "quick: not a result".
 
-``--deep``: :mod:`analyses.dynamics.em_vs_sgd_deep`. Every finished trial and (protocol,
+``--deep``: :mod:`analyses.dynamics.em_vs_sgd.deep`. Every finished trial and (protocol,
 seed) cell is kept under ``<out>/cells`` (:class:`records.Parts`) and reused by a rerun with
 the same settings.
 """
@@ -44,17 +44,17 @@ from pathlib import Path
 
 import torch
 
-from ...records import Parts, fingerprint
-from ...records.progress import tqdm
-from ...windtunnel import sticky_chain as sc
-from ..kit.out_dirs import claim
-from ..kit.writer import write_run
-from .em_vs_sgd_config import QUICK_SEEDS, QUICK_STEPS, EmVsSgdConfig  # noqa: F401 (re-exported)
-from .em_vs_sgd_deep import DEEP_CLIP, DEEP_LR, DEEP_WD, final_metrics, train_deep
-from .em_vs_sgd_protocols import PILOT_SEED, PROTOCOLS, Protocol
-from .em_vs_sgd_report import write_report
-from .em_vs_sgd_result import EmVsSgdResult
-from .em_vs_sgd_stats import Run, assemble, choose
+from ....records import Parts, fingerprint
+from ....records.progress import tqdm
+from ....windtunnel import sticky_chain as sc
+from ...kit.out_dirs import claim
+from ...kit.writer import write_run
+from .config import QUICK_SEEDS, QUICK_STEPS, EmVsSgdConfig  # noqa: F401 (re-exported)
+from .deep import DEEP_CLIP, DEEP_LR, DEEP_WD, final_metrics, train_deep
+from .protocols import PILOT_SEED, PROTOCOLS, Protocol
+from .report import write_report
+from .result import EmVsSgdResult
+from .stats import Run, assemble, choose
 from .sticky_trainer import CHUNK, train_batch
 
 CELL_VERSION = 3  # bump when a cell's computation changes

@@ -1,5 +1,5 @@
-"""Figures, table and terminal view of ``bayesgeom dynamics verify``
-(:mod:`analyses.dynamics.verify`)."""
+"""Figures, tables, terminal view and report of ``bayesgeom dynamics verify``
+(:mod:`analyses.dynamics.verify.run`); its verdict table is :mod:`.findings`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..kit.findings import Finding, findings_text, sig
-from ..kit.html import COLORS, html_report
-from .verify_result import CONTROLS, IDENTITIES, IdentityCheck, VerifyResult
+from ...kit.findings import findings_text
+from ...kit.html import COLORS, html_report
+from .findings import findings
+from .result import CONTROLS, IDENTITIES, IdentityCheck, VerifyResult
 
 FLOOR = 1e-17  # exact zeros are drawn here on the log axis
 
@@ -66,60 +67,6 @@ def checks_table(res: VerifyResult) -> pd.DataFrame:
         "identity": c.identity, "formula": c.formula, "per": c.per, "spec §2.2": c.spec_item,
         "max error": c.max_error, "worst (layer, head)": f"({c.worst_layer}, {c.worst_head})",
         "passes": _verdict(c)} for c in res.checks])
-
-
-def _law_finding(res: VerifyResult, identity: str, control: str, claim: str) -> Finding:
-    """One identity held against its deliberately wrong law and the tolerance."""
-    by = {c.identity: c for c in res.checks}
-    c, wrong = by[identity], by[control]
-    power = ("above" if wrong.max_error > res.tolerance else "NOT above")
-    evidence = (f"passes iff max error ≤ tolerance {res.tolerance:g}; worst at layer "
-                f"{c.worst_layer}, head {c.worst_head}; the wrong law's error is {power} the "
-                "tolerance" + ("" if wrong.max_error > res.tolerance
-                               else ", so the check has no power here"))
-    rows = by["score_rows_sum_zero"]
-    if identity == "routing_law" and not c.passed and c.max_error <= 2 * rows.max_error:
-        evidence += (f"; autograd's own ∂L/∂s rows miss zero by {sig(rows.max_error)}: the "
-                     "reference, not the law, sets this error")
-    heads = res.n_heads if c.per == "query head" else res.n_kv_heads
-    return Finding(f"{claim} (Paper II §2.2 item {c.spec_item}: {c.formula}; max relative "
-                   f"error over {len(res.layers)} layers × {heads} {c.per}s)", c.max_error,
-                   control=f"wrong law {CONTROLS[control][0]}: error {sig(wrong.max_error)}",
-                   survives=c.passed, evidence=evidence,
-                   undefined="a head's autograd gradient is all zero (0 / 0)")
-
-
-def findings(res: VerifyResult) -> list[Finding]:
-    """The verdict table: the advantage routing law and the responsibility-weighted value
-    update, each against its deliberately wrong law; all independent identities; the value
-    step's first-order check (identity 5, which has no pass/fail criterion in the run)."""
-    out = [
-        _law_finding(res, "routing_law", "routing_law_without_baseline",
-                     "score gradient follows the advantage routing law"),
-        _law_finding(res, "value_grad", "value_grad_without_responsibilities",
-                     "value gradient is the responsibility-weighted upstream error"),
-    ]
-    failed = [c.identity for c in res.checks
-              if not c.control and c.corollary_of is None and not c.passed]
-    worst = max((c.max_error for c in res.checks if not c.control), default=float("nan"))
-    out.append(Finding(
-        f"every independent §2.2 identity holds in every checked head ({res.dtype}, "
-        f"{res.loss_kind} loss; feedback, item 6, is a corollary of item 3 and not counted)",
-        res.independent_passed, control=f"tolerance {res.tolerance:g} on each identity's max "
-        f"relative error", survives=res.all_passed, unit=f"of {res.independent_checked} pass",
-        evidence=f"largest error of any identity {sig(worst)}"
-        + (f"; failing: {', '.join(failed)}" if failed else "")))
-    if res.value_step:
-        eps = min(res.value_step, key=float)
-        gap = res.value_step[eps]
-        trend = ", ".join(f"ε={e}: {sig(g)}" for e, g in res.value_step.items())
-        out.append(Finding(
-            f"a value-only step changes the loss by its first-order prediction (§2.2 item 5; "
-            f"|1 − ratio| at the smallest step, ε = {eps})", gap,
-            control="should shrink towards 0 as ε → 0", survives=None,
-            evidence=f"the run sets no threshold for item 5; by ε: {trend}",
-            undefined="" if np.isfinite(gap) else "the value gradient is zero"))
-    return out
 
 
 def format_summary(res: VerifyResult) -> str:

@@ -11,7 +11,7 @@ the quick preset takes every other point), selected by the pilot seed's final lo
 * ``adam``: Adam (β 0.9, 0.999, ε 1e-8), one lr on every matrix;
 * ``em_closed_form``: lr 0.01 gradient steps on W_Q, W_K, W_O and the closed-form M-step on W_V
   with step size η (our construction of the spec's [INF] responsibility-normalised
-  prototype, :mod:`analyses.dynamics.sticky_trainer`);
+  prototype, :mod:`analyses.dynamics.em_vs_sgd.sticky_trainer`);
 * ``em_unnorm``: the same without the 1/Σ_i α_ij normalisation (ablation);
 * ``em_uniform``: the same with the causal uniform attention in place of α as the
   responsibilities (ablation).

@@ -48,17 +48,18 @@ import numpy as np
 import pandas as pd
 from transformers import PreTrainedModel
 
-from ... import interp
-from ...interp.attention_taps import HeadTensors, attention_gradients
-from ...probes import routing_law as rl
-from ...probes import update_alignment as ua
-from ...records import write_table
-from ...windtunnel.architectures import ATTENTION_ARCHS
-from ...windtunnel.seeds import Purpose, stream
-from ...windtunnel.task import TaskBatch, TaskConfigError, TokenTask
-from ...windtunnel.train_config import TrainConfig
-from ...windtunnel.training import task_loss
-from .monitor_report import LOSS_COLUMN, column, tidy_log, write_report
+from .... import interp
+from ....interp.attention_taps import HeadTensors, attention_gradients
+from ....probes import routing_law as rl
+from ....probes import update_alignment as ua
+from ....records import write_table
+from ....windtunnel.architectures import ATTENTION_ARCHS
+from ....windtunnel.seeds import Purpose, stream
+from ....windtunnel.task import TaskBatch, TaskConfigError, TokenTask
+from ....windtunnel.train_config import TrainConfig
+from ....windtunnel.training import task_loss
+from .report import write_report
+from .result import LOSS_COLUMN, column, tidy_log
 
 #: sequences in the monitor batch (part of what the monitor's numbers mean: keep it fixed
 #: across a resume)

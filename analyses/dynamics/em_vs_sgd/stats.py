@@ -1,6 +1,6 @@
 """The numbers of ``bayesgeom dynamics em-vs-sgd`` from its trained runs: the tuning choice,
 per-cell and per-protocol measures, the tests and the verdict (which speed-up survives
-tuning), all generated from the runs (:mod:`analyses.dynamics.em_vs_sgd` states the
+tuning), all generated from the runs (:mod:`analyses.dynamics.em_vs_sgd.run` states the
 measures)."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pandas as pd
 import torch
 from scipy import stats
 
-from ...probes.multiple_testing import holm
-from ...windtunnel import sticky_chain as sc
-from .em_vs_sgd_deep import DEEP_CLIP, DEEP_LR, DEEP_WD
-from .em_vs_sgd_protocols import BASELINE, DEEP_LABEL, PILOT_SEED, PROTOCOLS
-from .em_vs_sgd_result import Cell, EmVsSgdResult, ProtocolSummary, Trial, Tuning
-from .em_vs_sgd_verdict import verdict
+from ....probes.multiple_testing import holm
+from ....windtunnel import sticky_chain as sc
+from .deep import DEEP_CLIP, DEEP_LR, DEEP_WD
+from .protocols import BASELINE, DEEP_LABEL, PILOT_SEED, PROTOCOLS
+from .result import Cell, EmVsSgdResult, ProtocolSummary, Trial, Tuning
+from .verdict import verdict
 
 ALPHA = 0.05  # the Holm-adjusted level a surviving speed-up must reach
 
