@@ -7,8 +7,8 @@ from ..kit.experiment import Experiment, package_exports
 EXPERIMENTS = (Experiment.in_package(
     __name__, "ablate",
     "head and layer ablations of a wind-tunnel model (and the top-attention retrain)",
-    "AblationsConfig", "run_experiment"),)
+    "AblateConfig", "run_ablate"),)
 
 #: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"AblationsConfig": "config", "run_experiment": "run"}
+EXPORTS = {"AblateConfig": "config", "AblateResult": "result", "run_ablate": "run"}
 __all__, __getattr__ = package_exports(__name__, EXPORTS)

@@ -22,7 +22,7 @@ from ...windtunnel.task import TokenTask
 from ..kit.findings import Finding, findings_text, sig
 from ..kit.html import html_report
 from ..kit.numbers import num
-from .result import AblationEval, AblationsSummary, RetrainResult
+from .result import AblateResult, AblationEval, RetrainResult
 
 #: Paper I: removing any single layer raises the error more than this many times
 LAYER_FACTOR = 10.0
@@ -63,10 +63,10 @@ def _head_eval(ev: AblationEval, g: pd.DataFrame) -> None:
 
 
 def summarise(cfg: Any, m: interp.InterpModel, task: TokenTask, table: pd.DataFrame,
-              retrain: RetrainResult | None, wall_s: float) -> AblationsSummary:
+              retrain: RetrainResult | None, wall_s: float) -> AblateResult:
     """The summary of a finished run (``cfg``: its
-    :class:`~analyses.ablate.run.AblationsConfig`)."""
-    s = AblationsSummary(m.info.name, task.name, cfg.n, cfg.seed, cfg.control, retrain=retrain,
+    :class:`~analyses.ablate.run.AblateConfig`)."""
+    s = AblateResult(m.info.name, task.name, cfg.n, cfg.seed, cfg.control, retrain=retrain,
                          wall_s=round(wall_s, 2))
     for label, g in (table.groupby("eval", sort=False) if not table.empty else []):
         clean = g[g["family"] == "clean"].iloc[0]
@@ -175,7 +175,7 @@ def _retrain_row(r: RetrainResult) -> Finding | None:
         undefined="the retrained model gave no finite MAE")
 
 
-def findings(result: AblationsSummary) -> list[Finding]:
+def findings(result: AblateResult) -> list[Finding]:
     """The verdict table of an ablation run (module doc), per task size, then the retrain."""
     rows = [f for e in result.evals for f in _eval_rows(e)]
     if result.retrain is not None:
@@ -184,12 +184,12 @@ def findings(result: AblationsSummary) -> list[Finding]:
     return rows
 
 
-def format_summary(s: AblationsSummary) -> str:
+def format_summary(s: AblateResult) -> str:
     """The verdict table (:func:`findings`), then :func:`summary_table`."""
     return findings_text(findings(s)) + "\n" + summary_table(s)
 
 
-def summary_table(s: AblationsSummary) -> str:
+def summary_table(s: AblateResult) -> str:
     """The terminal view: per task size the clean MAE, the frame head and the layer results;
     then the retrain beside its control."""
     lines = [f"{s.model} · {s.task} · ablations on {s.n_sequences} held-out sequences "
@@ -218,7 +218,7 @@ def summary_table(s: AblationsSummary) -> str:
     return "\n".join(lines)
 
 
-def write_report(path: Path, s: AblationsSummary, table: pd.DataFrame,
+def write_report(path: Path, s: AblateResult, table: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
     sections: list[tuple[str, object] | tuple[str, object, str]] = [
         ("Summary", summary_table(s)), ("How to read it", CONTROL_TEXT[s.control])]

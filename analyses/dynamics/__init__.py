@@ -10,7 +10,7 @@ from . import em_vs_sgd, verify
 EXPERIMENTS = (*verify.EXPERIMENTS, *em_vs_sgd.EXPERIMENTS)
 
 #: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"EmVsSgdConfig": "em_vs_sgd.config", "VerifyConfig": "verify.config",
-           "run_em_vs_sgd": "em_vs_sgd.run", "run_verify": "verify.run",
+EXPORTS = {"EmVsSgdConfig": "em_vs_sgd.config", "DynamicsVerifyConfig": "verify.config",
+           "run_em_vs_sgd": "em_vs_sgd.run", "run_dynamics_verify": "verify.run",
            "DynamicsMonitor": "monitor.run"}
 __all__, __getattr__ = package_exports(__name__, EXPORTS)

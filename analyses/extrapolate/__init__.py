@@ -7,9 +7,9 @@ EXPERIMENTS = (Experiment.in_package(
     __name__, "extrapolate",
     "train each positional scheme at length L on long_recall and evaluate at "
     "L x m (accuracy, calibration, extrapolation ratio)",
-    "ExtrapolationConfig", "run_extrapolation"),)
+    "ExtrapolateConfig", "run_extrapolate"),)
 
 #: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"ExtrapolationConfig": "config", "ExtrapolationResult": "result",
-           "run_extrapolation": "run"}
+EXPORTS = {"ExtrapolateConfig": "config", "ExtrapolateResult": "result",
+           "run_extrapolate": "run"}
 __all__, __getattr__ = package_exports(__name__, EXPORTS)

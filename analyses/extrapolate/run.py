@@ -41,8 +41,8 @@ from ...windtunnel.seeds import Purpose, stream
 from ...windtunnel.training import train
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
-from .config import SCHEMES, ExtrapolationConfig  # noqa: F401 (re-exported)
-from .result import BAM_CLAIM, ExtrapolationResult, SchemeSummary
+from .config import SCHEMES, ExtrapolateConfig  # noqa: F401 (re-exported)
+from .result import BAM_CLAIM, ExtrapolateResult, SchemeSummary
 
 
 def score_sequences(model: torch.nn.Module, task, length: int, n_eval: int, eval_batch: int,
@@ -70,7 +70,7 @@ def score_sequences(model: torch.nn.Module, task, length: int, n_eval: int, eval
     return torch.cat(ids), {k: np.concatenate(v) for k, v in cols.items()}
 
 
-def evaluate_at(model: torch.nn.Module, task, length: int, cfg: ExtrapolationConfig,
+def evaluate_at(model: torch.nn.Module, task, length: int, cfg: ExtrapolateConfig,
                 ) -> dict[str, float]:
     """One cell's numbers (module doc) at ``length`` tokens: the means of
     :func:`score_sequences`."""
@@ -93,7 +93,7 @@ def extrapolation_ratio(accuracy: dict[int, float], tolerance: float) -> int:
     return best
 
 
-def run_extrapolation(cfg: ExtrapolationConfig) -> ExtrapolationResult:
+def run_extrapolate(cfg: ExtrapolateConfig) -> ExtrapolateResult:
     """Train, evaluate and write table.parquet, summary.json, manifest.json, report.html."""
     cfg.check()
     t0 = time.perf_counter()
@@ -130,8 +130,8 @@ def run_extrapolation(cfg: ExtrapolationConfig) -> ExtrapolationResult:
     return res
 
 
-def _summarise(cfg: ExtrapolationConfig, table: pd.DataFrame, wall: float,
-               ) -> ExtrapolationResult:
+def _summarise(cfg: ExtrapolateConfig, table: pd.DataFrame, wall: float,
+               ) -> ExtrapolateResult:
     schemes = []
     for arch, g in table.groupby("arch", sort=False):
         accs = dict(zip(g["multiple"].astype(int), g["accuracy"], strict=True))
@@ -139,14 +139,14 @@ def _summarise(cfg: ExtrapolationConfig, table: pd.DataFrame, wall: float,
             arch=str(arch), accuracy_at_1=float(accs[1]),
             accuracy_at_max=float(accs[max(accs)]),
             ratio=extrapolation_ratio(accs, cfg.tolerance)))
-    return ExtrapolationResult(
+    return ExtrapolateResult(
         length=cfg.length, multiples=list(cfg.multiples), tolerance=cfg.tolerance,
         noise=cfg.noise, steps=cfg.steps, preset=cfg.preset, n_eval=cfg.n_eval,
         schemes=schemes, bam_claim=BAM_CLAIM, wall_s=round(wall, 1),
         chance=float(table["chance"].iloc[0]))
 
 
-def _write(cfg: ExtrapolationConfig, res: ExtrapolationResult, table: pd.DataFrame) -> None:
+def _write(cfg: ExtrapolateConfig, res: ExtrapolateResult, table: pd.DataFrame) -> None:
     from .report import write_report
 
     write_run(cfg, res, dtype="float32", tables={"table.parquet": table, "table.csv": table},

@@ -26,9 +26,9 @@ import pandas as pd
 from ...records import read_result
 from ...windtunnel.runs import LOG, find_run
 from ..detect.result import DetectResult
-from ..extrapolate.result import ExtrapolationResult
+from ..extrapolate.result import ExtrapolateResult
 from ..geometry.result import GeometryResult
-from ..verify.result import ConsistencyResult
+from ..verify.result import VerifyResult
 
 PASS, FAIL, NOT_MEASURABLE = "pass", "fail", "not measurable"
 DIRECTIONS = (">", "<", "<=")
@@ -171,9 +171,9 @@ def key_row(res: DetectResult | None, threshold: float, where: str) -> CheckRow:
         source=where)
 
 
-def posterior_rows(res: ConsistencyResult, cov: dict[str, float], coverage_min: float,
+def posterior_rows(res: VerifyResult, cov: dict[str, float], coverage_min: float,
                    kl_max: float, where: str) -> list[CheckRow]:
-    """Coverage and KL from a ``ConsistencyResult`` and the mean coverages (model,
+    """Coverage and KL from a ``VerifyResult`` and the mean coverages (model,
     random_init, uniform)."""
     out = {o.source: o for o in res.outputs}
     task = f"{res.task}, {res.n_prompts} prompts, K = {res.n_hypotheses}"
@@ -193,7 +193,7 @@ def posterior_rows(res: ConsistencyResult, cov: dict[str, float], coverage_min: 
                           f"{_attention_note(res)}", source=where)]
 
 
-def _attention_note(res: ConsistencyResult) -> str:
+def _attention_note(res: VerifyResult) -> str:
     a = res.attention
     if a.consistency != a.consistency:
         return f"undefined ({a.reason})"
@@ -250,7 +250,7 @@ def extrapolation_row(path: Path | None, run_dir: Path | None, threshold: float)
                                      "length L here"))
     if not (Path(run_dir) / "summary.json").is_file():
         return no(f"{run_dir} has no summary.json (its extrapolate run has not finished)")
-    res = read_result(ExtrapolationResult, Path(run_dir) / "summary.json")
+    res = read_result(ExtrapolateResult, Path(run_dir) / "summary.json")
     archs = {(Path(run_dir) / "train" / s.arch).resolve(): s for s in res.schemes}
     scheme = archs.get(path.resolve()) if path is not None else None
     if scheme is None:

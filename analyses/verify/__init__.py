@@ -8,8 +8,8 @@ EXPERIMENTS = (Experiment.in_package(
     "Bayesian consistency: attention vs the exact posterior per head (headline, judged "
     "against selection-aware controls), "
     "output calibration beside it, with controls",
-    "ConsistencyConfig", "run_consistency"),)
+    "VerifyConfig", "run_verify"),)
 
 #: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"ConsistencyConfig": "config", "ConsistencyResult": "result", "run_consistency": "run"}
+EXPORTS = {"VerifyConfig": "config", "VerifyResult": "result", "run_verify": "run"}
 __all__, __getattr__ = package_exports(__name__, EXPORTS)

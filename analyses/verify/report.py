@@ -25,7 +25,7 @@ from plotly.subplots import make_subplots
 from ..kit.findings import VERDICTS, Finding, findings_text, sig
 from ..kit.html import COLORS, html_report
 from ..kit.learned import gate
-from .result import AttentionConsistency, ConsistencyResult
+from .result import AttentionConsistency, VerifyResult
 
 #: the criterion of a claim the run has no test for
 RULE = "criterion: above both controls (monitor's beats-both rule); no significance test"
@@ -95,7 +95,7 @@ def _controls_text(a: AttentionConsistency) -> str:
     return "; ".join(parts)
 
 
-def _attention_finding(res: ConsistencyResult) -> Finding:
+def _attention_finding(res: VerifyResult) -> Finding:
     a = res.attention
     claim = ("attention weighs the shown hypotheses as the exact posterior does (best head's "
              "consistency, 1 − mean TV, probes.posterior_consistency; in-sample)")
@@ -118,7 +118,7 @@ def _gaps(g: list[float]) -> str:
     return "undefined" if len(g) != 2 else f"{g[0]:+.3g} to {g[1]:+.3g}"
 
 
-def _carrier_finding(res: ConsistencyResult) -> Finding:
+def _carrier_finding(res: VerifyResult) -> Finding:
     claim = ("heads carry the posterior (r of attention per shown hypothesis with the posterior, "
              "within-group permutation test, Holm over every head)")
     finite = [h for h in res.heads if h.r == h.r]
@@ -139,7 +139,7 @@ def _carrier_finding(res: ConsistencyResult) -> Finding:
                  + (f"; carriers {', '.join(res.carriers)}" if res.carriers else ""))
 
 
-def findings(res: ConsistencyResult) -> list[Finding]:
+def findings(res: VerifyResult) -> list[Finding]:
     """The verdict rows (module doc): attention consistency, posterior-carrying heads, output
     calibration."""
     out = {o.source: o for o in res.outputs}
@@ -203,12 +203,12 @@ def _n(x: float, digits: int = 3) -> str:
     return "undefined" if x != x else f"{x:.{digits}f}"
 
 
-def format_summary(res: ConsistencyResult) -> str:
+def format_summary(res: VerifyResult) -> str:
     """The verdict table (:func:`findings`), then the per-head view (:func:`details_text`)."""
     return findings_text(findings(res)) + "\n\n" + details_text(res)
 
 
-def details_text(res: ConsistencyResult) -> str:
+def details_text(res: VerifyResult) -> str:
     """The headline with its controls, output calibration per source and the top heads."""
     a = res.attention
     lines = [f"{res.model} on {res.task} · {res.n_prompts} prompts, {res.n_hypotheses} "
@@ -268,7 +268,7 @@ def details_text(res: ConsistencyResult) -> str:
     return "\n".join(lines)
 
 
-def selection_table(res: ConsistencyResult) -> pd.DataFrame:
+def selection_table(res: VerifyResult) -> pd.DataFrame:
     """The headline's controls, one a row: what it is, its number, whether it is beaten."""
     a = res.attention
     if a.consistency != a.consistency:
@@ -285,7 +285,7 @@ def selection_table(res: ConsistencyResult) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["control", "value", "beaten"])
 
 
-def write_report(path: Path, res: ConsistencyResult, heads: pd.DataFrame, groups: pd.DataFrame,
+def write_report(path: Path, res: VerifyResult, heads: pd.DataFrame, groups: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
     a, g = res.attention, res.group_name
     undefined = (f" Here the attention is undefined ({a.reason}), so the panel is empty."

@@ -64,8 +64,8 @@ def test_ablate_writes_its_files_with_every_head_and_its_controls(bij, tmp_path,
     # 30 steps leave the model far from calibrated: no single layer raises its MAE tenfold,
     # so Paper I's layer claim does not survive; the frame head has no criterion
     from bayesgeom.analyses.ablate.report import findings
-    from bayesgeom.analyses.ablate.result import AblationEval, AblationsSummary
-    rows = findings(AblationsSummary(**{**s, "evals": [AblationEval(**e) for e in s["evals"]]}))
+    from bayesgeom.analyses.ablate.result import AblateResult, AblationEval
+    rows = findings(AblateResult(**{**s, "evals": [AblationEval(**e) for e in s["evals"]]}))
     head, layer = rows
     assert head.survives is None and "no criterion" in head.evidence
     assert head.value == pytest.approx(ev["frame_delta_mae_bits"]) and head.unit == "bits"

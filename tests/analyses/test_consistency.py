@@ -16,16 +16,16 @@ from bayesgeom.analyses.kit.models import open_model
 from bayesgeom.analyses.verify.report import findings, format_summary
 from bayesgeom.analyses.verify.result import (
     AttentionConsistency,
-    ConsistencyResult,
     HeadTracking,
     OutputScore,
+    VerifyResult,
 )
 from bayesgeom.analyses.verify.run import (
-    ConsistencyConfig,
+    VerifyConfig,
     attention_summary,
     head_tracking,
     prompts_for,
-    run_consistency,
+    run_verify,
 )
 from bayesgeom.records import read_table
 from bayesgeom.windtunnel import PosteriorPrompts
@@ -33,7 +33,7 @@ from bayesgeom.windtunnel import PosteriorPrompts
 
 def test_a_model_outputting_the_exact_posterior_is_fully_consistent(windtunnel_run, tmp_path):
     m = open_model(str(windtunnel_run))
-    cfg = ConsistencyConfig(model=str(windtunnel_run), out=tmp_path / "v", n_prompts=24,
+    cfg = VerifyConfig(model=str(windtunnel_run), out=tmp_path / "v", n_prompts=24,
                             n_null=20, progress=False)
     pp = prompts_for(m, cfg)
     logp = torch.as_tensor(np.log(np.clip(pp.bayes, 1e-300, None)))
@@ -47,7 +47,7 @@ def test_a_model_outputting_the_exact_posterior_is_fully_consistent(windtunnel_r
         return y
 
     with m.hooks([("logits", exact)]):
-        res = run_consistency(cfg, model=m)
+        res = run_verify(cfg, model=m)
     scores = {o.source: o for o in res.outputs}
     assert abs(scores["model"].calibration - 1.0) < 1e-6 and scores["model"].mean_kl_bits < 1e-6
     assert res.output_calibration == scores["model"].calibration
@@ -117,7 +117,7 @@ def test_the_headline_is_the_best_head_against_its_controls():
     twin = [np.stack([uniform, uniform], 1), uniform[:, None]]
     pp = PosteriorPrompts("toy", tok.tolist(), np.eye(k)[answer], np.arange(n) % 4,
                           hyp_ids=np.broadcast_to(np.arange(k), (n, k)).copy())
-    cfg = ConsistencyConfig(n_null=20, n_random=100, n_splits=5, progress=False)
+    cfg = VerifyConfig(n_null=20, n_random=100, n_splits=5, progress=False)
     heads, rd = head_tracking(pats, twin, tok, pp, [0, 1], cfg)
     a, best = attention_summary(heads, rd, pp, tok, [0, 1], cfg)
     assert rd.tv.shape == (n, 3) and best == 0 and a.best_head == "L0.H0"
@@ -127,7 +127,7 @@ def test_the_headline_is_the_best_head_against_its_controls():
     assert a.layer_best[0] == pytest.approx(1.0) and a.layer_best[1] < 0.5
     assert a.n_defined == n and a.shown_posterior_mass == pytest.approx(1.0) and not a.reason
     # the exact head beats the twin's best and uniform attention: the headline survives
-    res = ConsistencyResult(model="toy", task="toy", group_name="q", n_prompts=n,
+    res = VerifyResult(model="toy", task="toy", group_name="q", n_prompts=n,
                             n_hypotheses=k, attention=a,
                             outputs=[OutputScore(s, 0.5, 0.5, 1.0) for s in
                                      ("model", "random_init", "group_mean_baseline")],
@@ -173,7 +173,7 @@ def _exact(tok: np.ndarray, bayes: np.ndarray, floor: float = 1e-3) -> np.ndarra
     return pat / pat.sum(1, keepdims=True)
 
 
-def _planted_run(exact: bool, seed: int = 0) -> tuple[ConsistencyResult, object]:
+def _planted_run(exact: bool, seed: int = 0) -> tuple[VerifyResult, object]:
     """verify's analysis on 4 layers × 10 heads of random Dirichlet attention (and a twin of
     the same kind); with ``exact`` one head's attention is the exact posterior."""
     rng, tok, pp = _sula_like(seed=seed)
@@ -182,10 +182,10 @@ def _planted_run(exact: bool, seed: int = 0) -> tuple[ConsistencyResult, object]
     twin = [rng.dirichlet(np.ones(t), size=(n, 10)) for _ in range(4)]
     if exact:
         pats[2][:, 3] = _exact(tok, pp.bayes)
-    cfg = ConsistencyConfig(n_null=10, n_random=200, n_splits=10, seed=seed, progress=False)
+    cfg = VerifyConfig(n_null=10, n_random=200, n_splits=10, seed=seed, progress=False)
     heads, rd = head_tracking(pats, twin, tok, pp, [0, 1, 2, 3], cfg)
     a, _ = attention_summary(heads, rd, pp, tok, [0, 1, 2, 3], cfg)
-    res = ConsistencyResult(model="toy", task="toy", group_name="k", n_prompts=n,
+    res = VerifyResult(model="toy", task="toy", group_name="k", n_prompts=n,
                             n_hypotheses=2, attention=a,
                             outputs=[OutputScore(s, 0.5, 0.5, 1.0) for s in
                                      ("model", "random_init", "group_mean_baseline")],
@@ -253,9 +253,9 @@ def test_end_to_end_planted_heads_through_the_experiment(text_models, tmp_path, 
     for exact in (False, True):
         monkeypatch.setattr(vr, "read_model", planted(exact))
         out = tmp_path / f"v{int(exact)}"
-        cfg = ConsistencyConfig(model=str(text_models["llama"]), out=out, n_per_k=20,
+        cfg = VerifyConfig(model=str(text_models["llama"]), out=out, n_per_k=20,
                                 n_null=10, n_random=200, n_splits=10, progress=False)
-        res = run_consistency(cfg)
+        res = run_verify(cfg)
         verdicts[exact] = findings(res)[0]
         html = (out / "report.html").read_text()
         assert "Selection-aware controls" in html and "re-dealt heads" in html
@@ -274,7 +274,7 @@ def test_a_task_whose_prompts_show_no_hypothesis_token_says_so_in_both_rows():
                              reason="no prompt shows a hypothesis token, so attention cannot "
                                     "land on one")
     heads = [HeadTracking(0, 0, *[float("nan")] * 6, 1.0, 1.0, float("nan"), 0.0, False)]
-    res = ConsistencyResult(model="toy", task="hmm", group_name="q", n_prompts=4,
+    res = VerifyResult(model="toy", task="hmm", group_name="q", n_prompts=4,
                             n_hypotheses=5, attention=a,
                             outputs=[OutputScore(s, 0.5, 0.5, 1.0) for s in
                                      ("model", "random_init", "group_mean_baseline")],

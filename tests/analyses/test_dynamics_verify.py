@@ -8,17 +8,17 @@ import json
 import pytest
 
 from bayesgeom.analyses.cli import main
-from bayesgeom.analyses.dynamics.verify.config import VerifyConfig
+from bayesgeom.analyses.dynamics.verify.config import DynamicsVerifyConfig
 from bayesgeom.analyses.dynamics.verify.findings import findings
 from bayesgeom.analyses.dynamics.verify.report import format_summary
 from bayesgeom.analyses.dynamics.verify.result import CONTROLS, IDENTITIES
-from bayesgeom.analyses.dynamics.verify.run import run_verify
+from bayesgeom.analyses.dynamics.verify.run import run_dynamics_verify
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.records import read_json, read_table
 
 
 def test_tiny_gqa_llama_in_float64_passes_every_identity(text_models, tmp_path):
-    res = run_verify(VerifyConfig(model=str(text_models["llama"]), dtype="float64",
+    res = run_dynamics_verify(DynamicsVerifyConfig(model=str(text_models["llama"]), dtype="float64",
                                   out=tmp_path / "v", progress=False))
     assert res.n_heads > res.n_kv_heads and res.loss_kind == "next-token"
     checks = {c.identity: c for c in res.checks}
@@ -63,11 +63,11 @@ def test_wind_tunnel_uses_its_task_loss_and_the_cli_prints_json(windtunnel_run, 
 
 def test_bad_settings_are_refused(windtunnel_run, text_models, tmp_path):
     with pytest.raises(ExperimentError, match="drop --prompts"):
-        run_verify(VerifyConfig(model=str(windtunnel_run), prompts=("x y",),
+        run_dynamics_verify(DynamicsVerifyConfig(model=str(windtunnel_run), prompts=("x y",),
                                 out=tmp_path / "a", progress=False))
     with pytest.raises(ExperimentError, match="no wind-tunnel task"):
-        run_verify(VerifyConfig(model=str(text_models["llama"]), loss="task",
+        run_dynamics_verify(DynamicsVerifyConfig(model=str(text_models["llama"]), loss="task",
                                 out=tmp_path / "b", progress=False))
     with pytest.raises(ExperimentError, match="epsilons"):
-        run_verify(VerifyConfig(model=str(text_models["llama"]), epsilons=(2.0,),
+        run_dynamics_verify(DynamicsVerifyConfig(model=str(text_models["llama"]), epsilons=(2.0,),
                                 out=tmp_path / "c", progress=False))

@@ -9,11 +9,11 @@ import pytest
 
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.extrapolate.report import findings, format_summary
-from bayesgeom.analyses.extrapolate.result import ExtrapolationResult, SchemeSummary
+from bayesgeom.analyses.extrapolate.result import ExtrapolateResult, SchemeSummary
 from bayesgeom.analyses.extrapolate.run import (
-    ExtrapolationConfig,
+    ExtrapolateConfig,
     extrapolation_ratio,
-    run_extrapolation,
+    run_extrapolate,
 )
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.records import read_result, read_table
@@ -39,7 +39,7 @@ def test_a_tiny_study_writes_its_table_and_reuses_cells(tmp_path, capsys):
     assert (table["chance"] == 1 / 16).all()
     html = (tmp_path / "e" / "report.html").read_text()
     assert html.index("What was found") < html.index("The run") < html.index("Look for:")
-    res = read_result(ExtrapolationResult, tmp_path / "e" / "summary.json")
+    res = read_result(ExtrapolateResult, tmp_path / "e" / "summary.json")
     assert res.chance == 1 / 16
     bam, alibi, claim = findings(res)  # no learned-absolute scheme: no control, no verdict
     assert alibi.survives is None and alibi.value_text().endswith("× L")
@@ -53,13 +53,13 @@ def test_a_tiny_study_writes_its_table_and_reuses_cells(tmp_path, capsys):
 
 def test_bad_settings_are_refused(tmp_path):
     with pytest.raises(ExperimentError, match="include 1"):
-        run_extrapolation(ExtrapolationConfig(out=tmp_path / "x", multiples=(2, 5)))
+        run_extrapolate(ExtrapolateConfig(out=tmp_path / "x", multiples=(2, 5)))
     with pytest.raises(ExperimentError, match="no attention"):
-        run_extrapolation(ExtrapolationConfig(out=tmp_path / "y", archs=("lstm",)))
+        run_extrapolate(ExtrapolateConfig(out=tmp_path / "y", archs=("lstm",)))
 
 
 def test_a_scheme_survives_when_it_outlasts_learned_positions():
-    res = ExtrapolationResult(
+    res = ExtrapolateResult(
         length=16, multiples=[1, 2, 500], tolerance=0.05, noise=0.0, steps=10, preset="tiny",
         n_eval=4, schemes=[SchemeSummary("llama-bam", 1.0, 0.99, 500),
                            SchemeSummary("llama-nope", 0.07, 0.06, 500),
@@ -70,3 +70,30 @@ def test_a_scheme_survives_when_it_outlasts_learned_positions():
     assert nope.survives is None and "did not learn" in nope.evidence  # at chance: vacuous
     assert claim.survives is True and claim.value == 500
     assert format_summary(res).startswith("What was found")
+
+
+def test_a_folder_written_under_the_former_name_is_still_an_extrapolate_run(tmp_path):
+    """Run records written before the command's rename name it ``extrapolation``: such a
+    folder is still checked, reused and read (by ``monitor --extrapolation``) as this
+    experiment's run; another experiment's folder is still refused."""
+    from bayesgeom.analyses.kit.out_dirs import claim
+    from bayesgeom.analyses.monitor.config import MonitorConfig
+    from bayesgeom.records import RunDir, RunDirError, read_json, run_settings
+
+    old = tmp_path / "runs" / "extrapolation"
+    cfg = ExtrapolateConfig(out=old, archs=("llama-bam",), multiples=(1, 2))
+    assert "extrapolation" in ExtrapolateConfig.formerly
+    with RunDir(old, "extrapolation", run_settings(cfg)) as rd:  # as the old name wrote it
+        rd.finish()
+    assert read_json(old / "run.json")["experiment"] == "extrapolation"
+    cfg.check()  # no "holds a bayesgeom extrapolation run"
+    MonitorConfig(out=tmp_path / "m", extrapolation=old).check()
+    with claim(cfg) as rd:
+        assert rd.done  # the same settings: the finished run is reused, not restarted
+    other = tmp_path / "steer"
+    with RunDir(other, "steer", {}) as rd:
+        rd.finish()
+    with pytest.raises(RunDirError, match="steer run"):
+        ExtrapolateConfig(out=other).check()
+    with pytest.raises(ExperimentError, match="not a `bayesgeom extrapolate` run"):
+        MonitorConfig(out=tmp_path / "m2", extrapolation=other).check()

@@ -99,9 +99,9 @@ def test_a_checkpoint_is_evaluated_now(fifty_step_hmm):
 
 def test_verify_withholds_its_verdicts_on_an_unlearned_tunnel(fifty_step_hmm, tmp_path):
     from bayesgeom.analyses.verify.report import findings as verify_findings
-    from bayesgeom.analyses.verify.run import ConsistencyConfig, run_consistency
+    from bayesgeom.analyses.verify.run import VerifyConfig, run_verify
 
-    res = run_consistency(ConsistencyConfig(model=str(fifty_step_hmm), out=tmp_path / "v",
+    res = run_verify(VerifyConfig(model=str(fifty_step_hmm), out=tmp_path / "v",
                                             n_prompts=24, n_null=10, n_random=50, n_splits=4,
                                             progress=False))
     rows = verify_findings(res)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bayesgeom.analyses.cli import main
-from bayesgeom.analyses.extrapolate.result import ExtrapolationResult, SchemeSummary
+from bayesgeom.analyses.extrapolate.result import ExtrapolateResult, SchemeSummary
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.analyses.monitor.report import finding, findings, format_summary
 from bayesgeom.analyses.monitor.result import (
@@ -137,7 +137,7 @@ def test_extrapolation_ratio_is_read_for_the_runs_own_model(tmp_path):
     run = tmp_path / "extrapolation"
     for arch in ("llama-bam", "llama"):
         (run / "train" / arch).mkdir(parents=True)
-    write_result(run / "summary.json", ExtrapolationResult(
+    write_result(run / "summary.json", ExtrapolateResult(
         length=16, multiples=[1, 2, 500], tolerance=0.05, noise=0.0, steps=10, preset="tiny",
         n_eval=4, schemes=[SchemeSummary("llama-bam", 1.0, 0.99, 500),
                            SchemeSummary("llama", 1.0, 0.1, 2)], bam_claim="", wall_s=1.0))

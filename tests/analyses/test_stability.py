@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bayesgeom.analyses.cli import main
-from bayesgeom.analyses.extrapolate.run import ExtrapolationConfig, evaluate_at
+from bayesgeom.analyses.extrapolate.run import ExtrapolateConfig, evaluate_at
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.analyses.kit.models import open_model
 from bayesgeom.analyses.stability.report import findings, format_summary
@@ -27,7 +27,7 @@ from bayesgeom.windtunnel.training import train
 
 @pytest.fixture(scope="module")
 def recall_run(tmp_path_factory):
-    ex = ExtrapolationConfig(length=16, multiples=(1, 4), key_vocab=8, value_vocab=8,
+    ex = ExtrapolateConfig(length=16, multiples=(1, 4), key_vocab=8, value_vocab=8,
                              preset="tiny", steps=5, batch_size=16)
     out = tmp_path_factory.mktemp("stability") / "run"
     train(ex.train_config("llama-bam"), out, progress=False)
@@ -73,7 +73,7 @@ def test_a_tiny_run_writes_every_output_beside_its_controls(recall_run, tmp_path
 
     # the same sequences as bayesgeom extrapolate's cells: the same numbers
     m = open_model(str(recall_run))
-    ex = ExtrapolationConfig(n_eval=6, eval_batch=4, chunk=16, seed=0)
+    ex = ExtrapolateConfig(n_eval=6, eval_batch=4, chunk=16, seed=0)
     for ell in (16, 64):
         cell = evaluate_at(m.hf, m.task, ell, ex)
         row = table[table["length"] == ell].set_index("metric")["value"]

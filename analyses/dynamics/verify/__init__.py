@@ -6,9 +6,10 @@ from ...kit.experiment import Experiment, package_exports
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "verify", "the routing law, value update and Q/K gradients of every "
-    "attention head, predicted and compared with autograd", "VerifyConfig", "run_verify",
-    group="dynamics"),)
+    "attention head, predicted and compared with autograd", "DynamicsVerifyConfig",
+    "run_dynamics_verify", group="dynamics"),)
 
 #: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"VerifyConfig": "config", "VerifyResult": "result", "run_verify": "run"}
+EXPORTS = {"DynamicsVerifyConfig": "config", "DynamicsVerifyResult": "result",
+           "run_dynamics_verify": "run"}
 __all__, __getattr__ = package_exports(__name__, EXPORTS)

@@ -1,7 +1,7 @@
-"""The options of ``bayesgeom dynamics verify``: :class:`VerifyConfig`, each declared once, and its
-``check()``, which the command line runs before the run module is imported: this module imports
-no torch, transformers, pandas, scipy or plotly, so a bad option or ``--out`` is refused at
-once, with nothing loaded (``tests/analyses/test_validate_first.py``)."""
+"""The options of ``bayesgeom dynamics verify``: :class:`DynamicsVerifyConfig`, each declared
+once, and its ``check()``, which the command line runs before the run module is imported: this
+module imports no torch, transformers, pandas, scipy or plotly, so a bad option or ``--out`` is
+refused at once, with nothing loaded (``tests/analyses/test_validate_first.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ...kit.run_options import RunOptions, Seeded
 
 
 @dataclass
-class VerifyConfig(Seeded, RunOptions, experiment="dynamics-verify"):
+class DynamicsVerifyConfig(Seeded, RunOptions, experiment="dynamics-verify"):
     """One check of one model (``model``: a Hub name, local directory or wind-tunnel run)."""
 
     model: str | None = model_option()

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...kit.findings import Finding, sig
-from .result import CONTROLS, VerifyResult
+from .result import CONTROLS, DynamicsVerifyResult
 
 
-def _law_finding(res: VerifyResult, identity: str, control: str, claim: str) -> Finding:
+def _law_finding(res: DynamicsVerifyResult, identity: str, control: str, claim: str) -> Finding:
     """One identity held against its deliberately wrong law and the tolerance."""
     by = {c.identity: c for c in res.checks}
     c, wrong = by[identity], by[control]
@@ -31,7 +31,7 @@ def _law_finding(res: VerifyResult, identity: str, control: str, claim: str) -> 
                    undefined="a head's autograd gradient is all zero (0 / 0)")
 
 
-def findings(res: VerifyResult) -> list[Finding]:
+def findings(res: DynamicsVerifyResult) -> list[Finding]:
     """The verdict table: the advantage routing law and the responsibility-weighted value
     update, each against its deliberately wrong law; all independent identities; the value
     step's first-order check (identity 5, which has no pass/fail criterion in the run)."""

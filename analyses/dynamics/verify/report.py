@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from ...kit.findings import findings_text
 from ...kit.html import COLORS, html_report
 from .findings import findings
-from .result import CONTROLS, IDENTITIES, IdentityCheck, VerifyResult
+from .result import CONTROLS, IDENTITIES, DynamicsVerifyResult, IdentityCheck
 
 FLOOR = 1e-17  # exact zeros are drawn here on the log axis
 
@@ -62,19 +62,19 @@ def _verdict(c: IdentityCheck) -> str:
     return v
 
 
-def checks_table(res: VerifyResult) -> pd.DataFrame:
+def checks_table(res: DynamicsVerifyResult) -> pd.DataFrame:
     return pd.DataFrame([{
         "identity": c.identity, "formula": c.formula, "per": c.per, "spec §2.2": c.spec_item,
         "max error": c.max_error, "worst (layer, head)": f"({c.worst_layer}, {c.worst_head})",
         "passes": _verdict(c)} for c in res.checks])
 
 
-def format_summary(res: VerifyResult) -> str:
+def format_summary(res: DynamicsVerifyResult) -> str:
     """Terminal view: the verdict table, then :func:`details_text`."""
     return findings_text(findings(res)) + "\n\n" + details_text(res)
 
 
-def details_text(res: VerifyResult) -> str:
+def details_text(res: DynamicsVerifyResult) -> str:
     """One line per identity: its largest error over heads and layers, and pass/fail."""
     lines = [f"{res.model} ({res.family}, {res.dtype}) · {res.loss_kind} loss {res.loss:.4f} "
              f"nats · {res.n_prompts} prompts, {res.n_tokens} tokens · layers "
@@ -105,7 +105,7 @@ def details_text(res: VerifyResult) -> str:
     return "\n".join(lines)
 
 
-def write_report(path: Path, res: VerifyResult, table: pd.DataFrame, steps: pd.DataFrame,
+def write_report(path: Path, res: DynamicsVerifyResult, table: pd.DataFrame, steps: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
     """``report.html``: the verdict table, then the figures and tables."""
     return html_report(path, f"Paper II identities — {res.model}", findings(res), [

@@ -45,7 +45,7 @@ class IdentityCheck:
 
 
 @dataclass
-class VerifyResult:
+class DynamicsVerifyResult:
     """What ``summary.json`` holds; errors are relative (module doc) except masked entries."""
 
     model: str

@@ -48,8 +48,8 @@ from ...kit.errors import ExperimentError
 from ...kit.models import open_model
 from ...kit.out_dirs import claim
 from ...kit.writer import write_run
-from .config import VerifyConfig
-from .result import CONTROLS, COROLLARIES, IDENTITIES, IdentityCheck, VerifyResult
+from .config import DynamicsVerifyConfig
+from .result import CONTROLS, COROLLARIES, IDENTITIES, DynamicsVerifyResult, IdentityCheck
 
 DEFAULT_PROMPTS = (
     "The capital of France is Paris, and the capital of Italy is",
@@ -93,7 +93,7 @@ def head_errors(t: HeadTensors, geo: interp.AttentionGeometry) -> dict[str, np.n
     }
 
 
-def _batch_and_loss(m: interp.InterpModel, cfg: VerifyConfig):
+def _batch_and_loss(m: interp.InterpModel, cfg: DynamicsVerifyConfig):
     """(loss function, loss kind, number of prompts, real tokens)."""
     task = getattr(m, "task", None)
     kind = cfg.loss if cfg.loss != "auto" else ("task" if task is not None else "next-token")
@@ -136,7 +136,8 @@ def value_step_gaps(m: interp.InterpModel, g: AttentionGradients, loss_fn,
     return pd.DataFrame(rows)
 
 
-def run_verify(cfg: VerifyConfig, model: interp.InterpModel | None = None) -> VerifyResult:
+def run_dynamics_verify(cfg: DynamicsVerifyConfig, model: interp.InterpModel | None = None,
+                        ) -> DynamicsVerifyResult:
     """Run the check (module doc); write table.parquet, value_step.parquet, summary.json,
     manifest.json and report.html under ``cfg.out``."""
     cfg.check()
@@ -160,9 +161,9 @@ def run_verify(cfg: VerifyConfig, model: interp.InterpModel | None = None) -> Ve
     return res
 
 
-def _summarise(cfg: VerifyConfig, m: interp.InterpModel, g: AttentionGradients,
+def _summarise(cfg: DynamicsVerifyConfig, m: interp.InterpModel, g: AttentionGradients,
                table: pd.DataFrame, steps: pd.DataFrame, kind: str, n_prompts: int,
-               n_tok: int, t0: float) -> VerifyResult:
+               n_tok: int, t0: float) -> DynamicsVerifyResult:
     checks = []
     for name, (formula, per, item) in {**IDENTITIES, **CONTROLS}.items():
         sub = table[table["identity"] == name]
@@ -177,7 +178,7 @@ def _summarise(cfg: VerifyConfig, m: interp.InterpModel, g: AttentionGradients,
     independent = [c for c in checks if not c.control and c.corollary_of is None]
     vs = {f"{e:g}": float(steps.loc[steps["epsilon"] == e, "gap"].max())
           for e in cfg.epsilons}
-    return VerifyResult(
+    return DynamicsVerifyResult(
         model=m.info.name, family=m.info.family, dtype=cfg.dtype, loss_kind=kind,
         loss=g.loss, n_prompts=n_prompts, n_tokens=n_tok, layers=sorted(g.layers),
         n_heads=g.geometry.n_heads, n_kv_heads=g.geometry.n_kv_heads, tolerance=cfg.bound,
@@ -188,8 +189,8 @@ def _summarise(cfg: VerifyConfig, m: interp.InterpModel, g: AttentionGradients,
         wall_s=round(time.perf_counter() - t0, 2))
 
 
-def _write(cfg: VerifyConfig, m: interp.InterpModel, res: VerifyResult, table: pd.DataFrame,
-           steps: pd.DataFrame) -> None:
+def _write(cfg: DynamicsVerifyConfig, m: interp.InterpModel, res: DynamicsVerifyResult,
+           table: pd.DataFrame, steps: pd.DataFrame) -> None:
     from .report import write_report
 
     write_run(cfg, res, model=m, dtype=cfg.dtype,
