@@ -293,3 +293,19 @@ def noisy_posterior(shown: np.ndarray, V: int, noise: float) -> np.ndarray:
         post[:, t] = w / w.sum(axis=1, keepdims=True)
         counts[rows, shown[:, t]] += 1
     return post
+
+
+def paper1_token_ids(task: object) -> list[int] | None:
+    """Paper I's token set E_tok[0..V−1]: on the bijection its V key tokens 0..V−1
+    (``describe_tokens()["keys"]``); None for another task, where tokens 0..V−1 are not a
+    hypothesis set.
+
+    Example:
+        >>> from bayesgeom.windtunnel import make_task
+        >>> paper1_token_ids(make_task("bijection", V=4)), paper1_token_ids(make_task("hmm"))
+        ([0, 1, 2, 3], None)
+    """
+    if not isinstance(task, BijectionTask):
+        return None
+    lo, hi = task.describe_tokens()["keys"]
+    return list(range(lo, hi + 1))
