@@ -43,8 +43,9 @@ import torch
 
 from ..infotheory import entropy_bits_from_probs
 from .sparse_posterior import SparsePosterior
-from .task import DENSE_MAX_H, TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
+from .task import DENSE_MAX_H, TaskBatch, TaskConfigError, TokenTask, config_dict
 from .task_configs import BijectionConfig, Layout  # noqa: F401 (re-exported)
+from .task_registry import register_task
 
 #: the exact noisy posterior costs O(V³) per sequence: the largest V it is offered for
 NOISY_MAX_V = 128

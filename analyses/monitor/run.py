@@ -67,10 +67,7 @@ from ..kit.writer import write_run
 from ..prompts.pool import PoolError
 from ..verify.result import VerifyResult
 from ..verify.run import VerifyConfig, prompts_for, read_model, run_verify
-from .config import THRESHOLDS, MonitorConfig, _threshold  # noqa: F401 (re-exported)
-from .result import (
-    CheckRow,
-    MonitorResult,
+from .checks import (
     convergence_row,
     extrapolation_row,
     key_row,
@@ -78,6 +75,8 @@ from .result import (
     separation_row,
     unmeasurable_posterior_rows,
 )
+from .config import THRESHOLDS, MonitorConfig, _threshold  # noqa: F401 (re-exported)
+from .result import CheckRow, MonitorResult
 
 T = TypeVar("T")
 

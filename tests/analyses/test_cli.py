@@ -49,8 +49,9 @@ def test_task_options_come_from_the_registry(capsys, monkeypatch):
     import numpy as np
 
     from bayesgeom.records import option
-    from bayesgeom.windtunnel import PosteriorPrompts, Task, task
-    from bayesgeom.windtunnel.task import config_dict, register_task
+    from bayesgeom.windtunnel import PosteriorPrompts, Task, task_registry
+    from bayesgeom.windtunnel.task import config_dict
+    from bayesgeom.windtunnel.task_registry import register_task
 
     @dataclass(frozen=True)
     class CoinConfig:
@@ -70,7 +71,7 @@ def test_task_options_come_from_the_registry(capsys, monkeypatch):
             return PosteriorPrompts(name="coin", prompts=["toss:"] * n, bayes=p,
                                     group=np.zeros(n), hyp_words=("heads", "tails"))
 
-    monkeypatch.setitem(task.TASKS, "coin", None)
+    monkeypatch.setitem(task_registry.TASKS, "coin", None)
     register_task(CoinConfig)(CoinTask)
     assert main(["windtunnel", "sample", "--task", "coin", "--bias", "0.9", "--n", "2",
                  "--json"]) == 0

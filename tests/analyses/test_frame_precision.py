@@ -104,7 +104,7 @@ def test_the_report_table_has_a_row_per_step_and_the_plateaus(done):
 def test_the_step0_control_is_the_training_initialisation(done):
     from bayesgeom.windtunnel.architectures import build_model
     from bayesgeom.windtunnel.evaluate import evaluate
-    from bayesgeom.windtunnel.task import make_token_task
+    from bayesgeom.windtunnel.task_registry import make_token_task
 
     task = make_token_task("bijection", V=5)
     mae = evaluate(build_model(task, "transformer", "tiny", 0), task, 16, 0,

@@ -13,17 +13,9 @@ import pytest
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.extrapolate.result import ExtrapolateResult, SchemeSummary
 from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.analyses.monitor.checks import KL_CHECK, convergence_row, extrapolation_row
 from bayesgeom.analyses.monitor.report import finding, findings, format_summary
-from bayesgeom.analyses.monitor.result import (
-    FAIL,
-    KL_CHECK,
-    NOT_MEASURABLE,
-    PASS,
-    MonitorResult,
-    convergence_row,
-    extrapolation_row,
-    judge,
-)
+from bayesgeom.analyses.monitor.result import FAIL, NOT_MEASURABLE, PASS, MonitorResult, judge
 from bayesgeom.analyses.monitor.run import MonitorConfig, run_monitor
 from bayesgeom.probes.posterior_consistency import coverage
 from bayesgeom.records import read_result, read_table, write_result
@@ -173,7 +165,7 @@ def test_the_orthogonality_row_says_antiparallel_pairs_can_pass_with_more_keys_t
     """±e_i in d = 16 (32 keys) scores 0.968, above the 0.9 threshold, with no two keys
     orthogonal to all others: a frame with m > d says so beside its pass."""
     from bayesgeom.analyses.detect.result import DetectResult, HeadFrame
-    from bayesgeom.analyses.monitor.result import ANTIPARALLEL, key_row
+    from bayesgeom.analyses.monitor.checks import ANTIPARALLEL, key_row
     from bayesgeom.probes.key_frame import frame_orthogonality
 
     keys = np.vstack([np.eye(16), -np.eye(16)])
