@@ -17,8 +17,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import Finding, findings_text
 from ..kit.html import COLORS, html_report
+from ..kit.numbers import sig
 from .result import ExtrapolateResult, SchemeSummary
 
 #: the learned-absolute scheme every other is held against, and the BAM scheme

@@ -10,8 +10,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from bayesgeom.analyses.kit.findings import Finding, findings_text, sig
+from bayesgeom.analyses.kit.findings import Finding, findings_text
 from bayesgeom.analyses.kit.html import html_report, readable, table_html
+from bayesgeom.analyses.kit.numbers import sig
 
 
 def _fig() -> go.Figure:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from bayesgeom.analyses.cli import main
-from bayesgeom.analyses.kit.findings import sig
+from bayesgeom.analyses.kit.numbers import sig
 from bayesgeom.analyses.sweep.report import findings, format_summary
 from bayesgeom.analyses.sweep.result import SweepCell, SweepResult
 from bayesgeom.analyses.sweep.run import SweepConfig, run_sweep

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...kit.findings import Finding, sig
-from ...kit.numbers import times
+from ...kit.findings import Finding
+from ...kit.numbers import sig, times
 from .protocols import BASELINE
 from .result import EmVsSgdResult, ProtocolSummary
 from .verdict import EM_LIKE

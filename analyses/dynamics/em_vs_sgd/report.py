@@ -20,21 +20,13 @@ from .findings import findings
 from .result import EmVsSgdResult, ProtocolSummary
 
 
-def _n(x: float, nd: int = 4) -> str:
-    return num(x, nd)
-
-
 def _pm(m: float, s: float, nd: int = 4) -> str:
-    return _n(m, nd) if not np.isfinite(s) else f"{_n(m, nd)} ± {_n(s, nd)}"
+    return num(m, nd) if not np.isfinite(s) else f"{num(m, nd)} ± {num(s, nd)}"
 
 
 def _mean_sd(v: list[float]) -> tuple[float, float]:
     a = np.asarray(v, dtype=float)
     return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else float("nan")
-
-
-def _x(v: float) -> str:
-    return times(v)
 
 
 def _rows(r: EmVsSgdResult) -> list[ProtocolSummary]:
@@ -52,23 +44,23 @@ def summary_table(r: EmVsSgdResult) -> pd.DataFrame:
         "accuracy": _pm(s.accuracy_mean, s.accuracy_sd, 3),
         "steps to tuned-SGD final": (f"{_pm(s.steps_to_tuned_mean, s.steps_to_tuned_sd, 0)} "
                                      f"({s.reached}/{s.n_seeds})"),
-        "speed-up (steps)": _x(s.speedup),
-        "wall to tuned-SGD final (s)": _n(s.wall_to_tuned_mean, 2),
-        "speed-up (wall)": _x(s.speedup_wall),
-        "paired t vs tuned SGD": _n(s.t_vs_tuned, 2),
+        "speed-up (steps)": times(s.speedup),
+        "wall to tuned-SGD final (s)": num(s.wall_to_tuned_mean, 2),
+        "speed-up (wall)": times(s.speedup_wall),
+        "paired t vs tuned SGD": num(s.t_vs_tuned, 2),
         "p (Holm)": ("" if not np.isfinite(s.p_vs_tuned)
                      else f"{s.p_vs_tuned:.2g} ({s.p_holm:.2g})"),
         "survives": {None: "", True: "yes", False: "no"}[s.survives],
         "steps to SGD(0.01) mean final": (f"{_pm(s.steps_to_sgd_mean, s.steps_to_sgd_sd, 0)} "
                                           f"({s.reached_sgd}/{s.n_seeds})"),
-        "authors' speed-up": _x(s.speedup_sgd)} for s in _rows(r)])
+        "authors' speed-up": times(s.speedup_sgd)} for s in _rows(r)])
 
 
 def tuning_table(r: EmVsSgdResult) -> pd.DataFrame:
     """One row per tuned protocol: grid, pilot losses, choice, edge flag, cost."""
     return pd.DataFrame([{
         "protocol": t.protocol, "param": t.param, "grid": ", ".join(f"{v:g}" for v in t.grid),
-        "pilot final losses": ", ".join(_n(v) for v in t.pilot_losses),
+        "pilot final losses": ", ".join(num(v, 4) for v in t.pilot_losses),
         "chosen": f"{t.chosen:g}", "at grid edge": "yes" if t.at_edge else "",
         "trials' wall time (s)": t.wall_s} for t in r.tuning.values()])
 
@@ -88,13 +80,13 @@ def details_text(r: EmVsSgdResult) -> str:
              f"{r.threads} torch thread(s) · {r.wall_s:.0f} s",
              f"P row 0 = {[round(v, 4) for v in r.p_row0]} (self-transition "
              f"{r.self_transition:.4f}); floor H_min = {r.floor_nats:.4f}; {r.n_params} params; "
-             f"mean final loss: SGD lr 0.01 {_n(r.sgd_final_mean)}, tuned SGD "
-             f"{_n(r.tuned_sgd_final_mean)}",
+             f"mean final loss: SGD lr 0.01 {num(r.sgd_final_mean, 4)}, tuned SGD "
+             f"{num(r.tuned_sgd_final_mean, 4)}",
              f"tuning on pilot seed {r.pilot_seed} at {r.steps} steps "
              f"({cost:.0f} s of training):"]
     for t in r.tuning.values():
         lines.append(f"  {t.protocol:<15} {t.param:<4} " + "  ".join(
-            f"{v:g}:{_n(loss)}" for v, loss in zip(t.grid, t.pilot_losses, strict=True))
+            f"{v:g}:{num(loss, 4)}" for v, loss in zip(t.grid, t.pilot_losses, strict=True))
             + f"  -> {t.chosen:g}{' (grid edge)' if t.at_edge else ''}")
     for s in _rows(r):
         lines.append(f"{s.protocol} — {s.label} ({s.n_seeds} seeds"
@@ -113,12 +105,12 @@ def details_text(r: EmVsSgdResult) -> str:
                 f"; paired t vs tuned SGD {s.t_vs_tuned:.2f}, p {s.p_vs_tuned:.3g} "
                 f"(Holm {s.p_holm:.3g})")
         lines.append(f"  to tuned-SGD final: {_pm(s.steps_to_tuned_mean, s.steps_to_tuned_sd, 0)}"
-                     f" steps ({s.reached}/{s.n_seeds}), {_x(s.speedup)}; wall "
-                     f"{_n(s.wall_to_tuned_mean, 2)} s, {_x(s.speedup_wall)} "
+                     f" steps ({s.reached}/{s.n_seeds}), {times(s.speedup)}; wall "
+                     f"{num(s.wall_to_tuned_mean, 2)} s, {times(s.speedup_wall)} "
                      f"({s.s_per_step * 1e3:.1f} ms/step){test}")
         lines.append(f"  authors' measure (to SGD lr 0.01's mean final): "
                      f"{_pm(s.steps_to_sgd_mean, s.steps_to_sgd_sd, 0)} steps "
-                     f"({s.reached_sgd}/{s.n_seeds}), {_x(s.speedup_sgd)}")
+                     f"({s.reached_sgd}/{s.n_seeds}), {times(s.speedup_sgd)}")
     lines += [f"reference — {v}" for v in r.references.values()]
     lines += [f"note — {v}" for v in r.notes]
     return "\n".join(lines)

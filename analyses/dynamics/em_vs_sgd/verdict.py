@@ -8,20 +8,12 @@ import math
 
 import numpy as np
 
-from ...kit.numbers import times
+from ...kit.numbers import num, times
 from .protocols import BASELINE
 from .result import ProtocolSummary, Tuning
 
 #: the protocols that carry an EM-like claim: the authors' "EM-like" split and our M-steps
 EM_LIKE = ("authors_split", "em_closed_form", "em_unnorm", "em_uniform")
-
-
-def _f(x: float, nd: int = 4) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{nd}f}"
-
-
-def _p(x: float) -> str:
-    return "n/a" if not np.isfinite(x) else f"{x:.2g}"
 
 
 def _setting(s: ProtocolSummary) -> str:
@@ -33,8 +25,8 @@ def _against(s: ProtocolSummary, base: ProtocolSummary) -> str:
     speed = (f"{times(s.speedup)} in steps, {times(s.speedup_wall)} in wall time"
              if np.isfinite(s.speedup) else "no speed-up (not every seed reached it)")
     return (f"reaches the seed's tuned-SGD final loss on {s.reached}/{s.n_seeds} seeds, "
-            f"{speed}; final loss {_f(s.final_loss_mean)} vs {_f(base.final_loss_mean)} "
-            f"(paired t {_f(s.t_vs_tuned, 2)}, Holm p {_p(s.p_holm)})")
+            f"{speed}; final loss {num(s.final_loss_mean, 4)} vs {num(base.final_loss_mean, 4)} "
+            f"(paired t {num(s.t_vs_tuned, 2)}, Holm p {num(s.p_holm, 2, 'g')})")
 
 
 def verdict(summ: dict[str, ProtocolSummary], tuning: dict[str, Tuning], quick: bool,
@@ -68,15 +60,15 @@ def verdict(summ: dict[str, ProtocolSummary], tuning: dict[str, Tuning], quick: 
             f"{names[p]}'s {times(summ[p].speedup_sgd)} over SGD at lr 0.01 (the authors' "
             "measure: steps to SGD(0.01)'s mean final loss)" for p in withdrawn)
             + f" — they do not survive against tuned SGD, which on that same measure reaches "
-            f"SGD(0.01)'s mean final loss in {_f(base.steps_to_sgd_mean, 0)} steps "
+            f"SGD(0.01)'s mean final loss in {num(base.steps_to_sgd_mean, 0)} steps "
             f"({times(base.speedup_sgd)}).")
     out.append(f"Baseline: SGD with lr {base.value:g}, tuned on the pilot seed, final loss "
-               f"{_f(base.final_loss_mean)} ± {_f(base.final_loss_sd)} "
-               f"(loss − H_min {_f(base.gap_loss_mean)}) after {steps} steps.")
+               f"{num(base.final_loss_mean, 4)} ± {num(base.final_loss_sd, 4)} "
+               f"(loss − H_min {num(base.gap_loss_mean, 4)}) after {steps} steps.")
     if "authors_split" in summ and "sgd" in summ:
         a, s0 = summ["authors_split"], summ["sgd"]
         out.append(f"The authors' split, run as they ran it (untuned), reaches the mean final "
-                   f"loss of SGD at lr 0.01 ({_f(s0.final_loss_mean)}) "
+                   f"loss of SGD at lr 0.01 ({num(s0.final_loss_mean, 4)}) "
                    f"{times(a.speedup_sgd)} sooner (their measure; paper 2.3×); against "
                    f"tuned SGD it {_against(a, base)}.")
     for p, s in summ.items():
@@ -87,9 +79,9 @@ def verdict(summ: dict[str, ProtocolSummary], tuning: dict[str, Tuning], quick: 
     if all(p in summ for p in ("em_closed_form", "em_unnorm", "em_uniform")):
         e, u, w = summ["em_closed_form"], summ["em_unnorm"], summ["em_uniform"]
         out.append(f"EM ablations: without the 1/Σα normalisation the final loss is "
-                   f"{_f(u.final_loss_mean)} vs {_f(e.final_loss_mean)} with it "
+                   f"{num(u.final_loss_mean, 4)} vs {num(e.final_loss_mean, 4)} with it "
                    f"({_cmp(u.final_loss_mean, e.final_loss_mean)}); with uniform "
-                   f"responsibilities {_f(w.final_loss_mean)} "
+                   f"responsibilities {num(w.final_loss_mean, 4)} "
                    f"({_cmp(w.final_loss_mean, e.final_loss_mean)}).")
     below = [p for p, s in summ.items() if np.isfinite(s.gap_loss_mean) and s.gap_loss_mean < 0]
     if below:

@@ -3,18 +3,11 @@ the settle-step rule of :mod:`.timescales`), the two alignments and the values' 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
-from ...kit.findings import Finding, sig
-from ...kit.numbers import count
+from ...kit.findings import Finding
+from ...kit.numbers import count, sig
 from .timescales import FRAME_METRIC, LEVEL, layer_means, phase_means, settle_steps
-
-
-def _step(x: Any) -> str:
-    return count(x)
-
 
 #: the alignments and the specialisation read in the verdict table: metric -> claim
 _CLAIMS = {
@@ -42,12 +35,12 @@ def findings(tidy: pd.DataFrame, level: float = LEVEL) -> list[Finding]:
     layer_first = [None if pd.isna(x) else x for x in per_layer["frame_first"]]
     lr_text = ("the log has no learning rate" if pd.isna(lr) else
                f"the learning-rate schedule reaches {level:.0%} of its path at step "
-               f"{_step(lr)}: a part settling there may only follow the schedule")
+               f"{count(lr)}: a part settling there may only follow the schedule")
     out = [Finding(
         f"the attention frame settles before the values (Paper II two-timescale; monitor "
         f"rule, pooled over layers; value: the step at which the patterns' path length "
         f"reaches {level:.0%})", None if pd.isna(a) else float(a),
-        control=f"values reach {level:.0%} at step {_step(v)}",
+        control=f"values reach {level:.0%} at step {count(v)}",
         survives=None if pd.isna(first) else bool(first),
         evidence=f"frame first in {sum(x is not None and bool(x) for x in layer_first)} of "
                  f"{len(per_layer)} layers; {lr_text}",

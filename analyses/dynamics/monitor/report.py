@@ -18,14 +18,6 @@ from .findings import findings
 from .timescales import LEVEL, phase_means, settle_steps
 
 
-def _n(x: Any) -> str:
-    return num(x, 3, "g")
-
-
-def _step(x: Any) -> str:
-    return count(x)
-
-
 def format_summary(tidy: pd.DataFrame, level: float = LEVEL) -> str:
     """Terminal view: the verdict table, settle steps per layer and the early/late means of
     the alignments."""
@@ -38,14 +30,14 @@ def format_summary(tidy: pd.DataFrame, level: float = LEVEL) -> str:
              f"step = {level:.0%} of the path length",
              f"{'layer':<6} {'attention':>9} {'values':>7} {'frame first':>11}"]
     for r in st.itertuples():
-        lines.append(f"{r.layer:<6} {_step(r.attention_settle_step):>9} "
-                     f"{_step(r.value_settle_step):>7} {r.frame_first!s:>11}")
+        lines.append(f"{r.layer:<6} {count(r.attention_settle_step):>9} "
+                     f"{count(r.value_settle_step):>7} {r.frame_first!s:>11}")
     lr = st["lr_settle_step"].iloc[0] if len(st) else None
-    lines.append(f"learning-rate schedule reaches {level:.0%} of its path at step {_step(lr)}")
+    lines.append(f"learning-rate schedule reaches {level:.0%} of its path at step {count(lr)}")
     lines.append(f"{'layer':<6} {'metric':<13} {'early':>7} {'middle':>7} {'late':>7}")
     for r in ph.itertuples():
-        lines.append(f"{r.layer:<6} {r.metric:<13} {_n(r.early):>7} {_n(r.middle):>7} "
-                     f"{_n(r.late):>7}")
+        lines.append(f"{r.layer:<6} {r.metric:<13} {num(r.early, 3, 'g'):>7} "
+                     f"{num(r.middle, 3, 'g'):>7} {num(r.late, 3, 'g'):>7}")
     return "\n".join(lines)
 
 
@@ -57,9 +49,9 @@ def write_report(path: Path, tidy: pd.DataFrame, title: str, definitions: str,
     pooled = st[st["layer"] == "all"]
     summary = "no monitor rows" if pooled.empty else (
         f"{tidy['step'].nunique()} intervals. Pooled over layers, the attention patterns make "
-        f"{LEVEL:.0%} of their path by step {_step(pooled['attention_settle_step'].iloc[0])}, "
-        f"the values by step {_step(pooled['value_settle_step'].iloc[0])}, the learning-rate "
-        f"schedule by step {_step(pooled['lr_settle_step'].iloc[0])}; the frame settles first: "
+        f"{LEVEL:.0%} of their path by step {count(pooled['attention_settle_step'].iloc[0])}, "
+        f"the values by step {count(pooled['value_settle_step'].iloc[0])}, the learning-rate "
+        f"schedule by step {count(pooled['lr_settle_step'].iloc[0])}; the frame settles first: "
         f"{pooled['frame_first'].iloc[0]}.")
     return html_report(path, f"Training dynamics (Paper II monitor) — {title}",
                        findings(tidy), [

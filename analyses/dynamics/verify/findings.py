@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...kit.findings import Finding, sig
+from ...kit.findings import Finding
+from ...kit.numbers import sig
 from .result import CONTROLS, DynamicsVerifyResult
 
 
