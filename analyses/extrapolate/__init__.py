@@ -1,7 +1,15 @@
 """``bayesgeom extrapolate``: positional schemes trained at L on the long-context tunnel,
 evaluated at L × m."""
 
-from ..kit.experiment import Experiment, package_exports
+from typing import TYPE_CHECKING
+
+from ...records.lazy import lazy_exports
+from ..kit.experiment import Experiment
+
+if TYPE_CHECKING:
+    from .config import ExtrapolateConfig
+    from .result import ExtrapolateResult
+    from .run import run_extrapolate
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "extrapolate",
@@ -9,7 +17,6 @@ EXPERIMENTS = (Experiment.in_package(
     "L x m (accuracy, calibration, extrapolation ratio)",
     "ExtrapolateConfig", "run_extrapolate"),)
 
-#: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"ExtrapolateConfig": "config", "ExtrapolateResult": "result",
-           "run_extrapolate": "run"}
-__all__, __getattr__ = package_exports(__name__, EXPORTS)
+__all__ = ["EXPERIMENTS", "ExtrapolateConfig", "ExtrapolateResult", "run_extrapolate"]
+#: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
+__getattr__ = lazy_exports(__name__)

@@ -4,9 +4,15 @@ monitor (:class:`DynamicsMonitor`, what it reads every N steps); :mod:`.result` 
 tidy table (``dynamics.csv``); :mod:`.timescales` the settle steps; :mod:`.findings` the verdict
 table; :mod:`.figures` and :mod:`.report` ``dynamics.html`` and the terminal summary."""
 
-from ...kit.experiment import lazy_exports
+from typing import TYPE_CHECKING
 
-#: the package's names, each imported on first use (importing the package imports no torch)
-EXPORTS = {"DynamicsMonitor": "run", "read_dynamics": "result", "settle_steps": "timescales"}
-__all__ = list(EXPORTS)
-__getattr__ = lazy_exports(__name__, EXPORTS)
+from ....records.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .result import read_dynamics
+    from .run import DynamicsMonitor
+    from .timescales import settle_steps
+
+__all__ = ["DynamicsMonitor", "read_dynamics", "settle_steps"]
+#: each name is imported on first use (:mod:`records.lazy`): importing the package imports no torch
+__getattr__ = lazy_exports(__name__)
