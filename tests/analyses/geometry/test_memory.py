@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from .conftest import _interp_fixtures
+from ..conftest import _interp_fixtures
 
 #: the most memory geometry may add per byte of weights added (docs/performance.md)
 GEOMETRY_RATIO = 3.0

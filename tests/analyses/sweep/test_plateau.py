@@ -11,7 +11,7 @@ import pytest
 from bayesgeom.analyses.sweep.config_file import read_config
 from bayesgeom.analyses.sweep.run import SweepConfig, cells, run_sweep
 
-SWEEPS = Path(__file__).resolve().parents[2] / "examples" / "sweeps"
+SWEEPS = Path(__file__).resolve().parents[3] / "examples" / "sweeps"
 PRESET = SWEEPS / "cpu_table.toml"
 
 

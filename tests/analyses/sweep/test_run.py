@@ -189,7 +189,7 @@ def test_the_table_configs_are_valid_sweeps(name, n, archs, presets):
     from bayesgeom.analyses.sweep.config_file import read_config
     from bayesgeom.analyses.sweep.run import cells
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "sweeps" / f"{name}.toml"
+    path = Path(__file__).resolve().parents[3] / "examples" / "sweeps" / f"{name}.toml"
     cfg = SweepConfig(**read_config(path))
     cfg.check()
     grid = cells(cfg)

@@ -152,7 +152,7 @@ def test_the_validation_path_imports_nothing_heavy(argv: list[str]) -> None:
     code = ("import sys\nfrom bayesgeom.analyses.cli import main\n"
             f"status = main({argv!r})\n"
             f"print(status, sorted(m for m in {HEAVY!r} if m in sys.modules))")
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=root, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "2 []", (done.stdout, done.stderr)

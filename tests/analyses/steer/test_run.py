@@ -1,5 +1,5 @@
 """Steering experiments: the control directions (energy-, variance-, norm- or PC-matched; the
-planted cases of the null are in ``test_steer_null.py``), edit energies, δ = 0 is a no-op,
+planted cases of the null are in ``test_nulls.py`` beside it), edit energies, δ = 0 is a no-op,
 norm-frozen = total for an edit the final norm cannot see, the direct path against a manual
 computation, a wind tunnel's next-token metrics on its hypothesis tokens only, end-to-end runs on
 a wind tunnel and a tiny Llama (files, p-values, adjustment, resume and reproducibility), the
@@ -290,7 +290,7 @@ def test_windtunnel_run_end_to_end_resumes_and_reproduces(windtunnel_run, tmp_pa
     # the verdict table opens the summary and the report: four controls withhold every verdict
     assert text.startswith("What was found")
     # the 20-step tunnel has not learned its task: the learned-first gate heads the table
-    # and withholds every verdict (tests/analyses/test_learned_gate.py); the mechanics below
+    # and withholds every verdict (tests/analyses/kit/test_learned.py); the mechanics below
     # read the table without it
     from dataclasses import replace
     assert s.learned is not None and not s.learned.learned
