@@ -5,8 +5,14 @@ The one import name of the installed distribution. Its subpackages are the repos
 top-level folders: ``bayesgeom.records`` and ``bayesgeom.infotheory`` (bottom),
 ``bayesgeom.interp``, ``bayesgeom.probes`` and ``bayesgeom.windtunnel`` (side by side) and
 ``bayesgeom.analyses`` (experiments and the command line). This module is the notebook
-façade for the three user stories; every name is imported on first use, so ``import
-bayesgeom`` loads neither torch nor transformers (50 ms).
+façade for the three user stories -- (a) load a Hugging Face model (or a wind-tunnel run) and
+run a probe: ``open_model``, ``load``, ``capture``, ``site_name``, ``random_init_twin``,
+``fit_entropy_axis``, ``entropy_probe``, ``summarize_pca``; (b) compare small and large models
+with the same code: ``GeometryConfig``/``run_geometry``, ``CompareConfig``/``run_compare``,
+``experiments``; (c) causal steering against its null: ``intervene``, ``ProjectOut``,
+``ShiftAlong``, ``AddVector``, ``SteerConfig``/``run_steer`` -- and the wind tunnels
+(``TrainConfig``, ``train``, ``load_run``, ``read_run``). Every name is imported on first use
+(:mod:`records.lazy`), so ``import bayesgeom`` loads neither torch nor transformers (50 ms).
 
 Example:
     >>> import bayesgeom as bg
@@ -18,10 +24,11 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING
+
+from .records.lazy import lazy_exports
 
 # huggingface_hub imports tqdm.auto, which in a Jupyter kernel without ipywidgets warns
 # "IProgress not found" as it is imported: every notebook opened with that warning. bayesgeom's
@@ -33,52 +40,66 @@ try:
 except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
 
+if TYPE_CHECKING:
+    from . import analyses, infotheory, interp, probes, records, windtunnel
+    from .analyses.compare import CompareConfig, run_compare
+    from .analyses.geometry import GeometryConfig, run_geometry
+    from .analyses.kit.models import open_model
+    from .analyses.registry import experiments
+    from .analyses.steer import SteerConfig, run_steer
+    from .interp import (
+        AddVector,
+        ProjectOut,
+        ShiftAlong,
+        capture,
+        intervene,
+        load,
+        random_init_twin,
+        site_name,
+    )
+    from .probes import entropy_probe, fit_entropy_axis, summarize_pca
+    from .windtunnel.runs import load_run, read_run
+    from .windtunnel.training import TrainConfig, train
+
 #: the subpackages, importable as attributes (``bg.interp``, ``bg.probes`` ...)
 SUBPACKAGES = ("records", "infotheory", "interp", "probes", "windtunnel", "analyses")
 
-#: façade name -> (module under bayesgeom, attribute)
-_NAMES = {
-    # (a) load a Hugging Face model (or a wind-tunnel run) and run a probe
-    "open_model": ("analyses.kit.models", "open_model"),
-    "load": ("interp", "load"),
-    "capture": ("interp", "capture"),
-    "site_name": ("interp", "site_name"),
-    "random_init_twin": ("interp", "random_init_twin"),
-    "fit_entropy_axis": ("probes", "fit_entropy_axis"),
-    "entropy_probe": ("probes", "entropy_probe"),
-    "summarize_pca": ("probes", "summarize_pca"),
-    # (c) causal steering against its null
-    "intervene": ("interp", "intervene"),
-    "ProjectOut": ("interp", "ProjectOut"),
-    "ShiftAlong": ("interp", "ShiftAlong"),
-    "AddVector": ("interp", "AddVector"),
-    "SteerConfig": ("analyses.steer", "SteerConfig"),
-    "run_steer": ("analyses.steer", "run_steer"),
-    # wind tunnels: train or open one
-    "TrainConfig": ("windtunnel.training", "TrainConfig"),
-    "train": ("windtunnel.training", "train"),
-    "load_run": ("windtunnel.runs", "load_run"),
-    "read_run": ("windtunnel.runs", "read_run"),
-    # (b) compare small and large models with the same code
-    "GeometryConfig": ("analyses.geometry", "GeometryConfig"),
-    "run_geometry": ("analyses.geometry", "run_geometry"),
-    "CompareConfig": ("analyses.compare", "CompareConfig"),
-    "run_compare": ("analyses.compare", "run_compare"),
-    "experiments": ("analyses.registry", "experiments"),
-}
+#: the subpackages and the names of the three user stories (module doc)
+__all__ = [
+    "AddVector",
+    "CompareConfig",
+    "GeometryConfig",
+    "ProjectOut",
+    "ShiftAlong",
+    "SteerConfig",
+    "TrainConfig",
+    "__version__",
+    "analyses",
+    "capture",
+    "entropy_probe",
+    "experiments",
+    "fit_entropy_axis",
+    "infotheory",
+    "interp",
+    "intervene",
+    "load",
+    "load_run",
+    "open_model",
+    "probes",
+    "random_init_twin",
+    "read_run",
+    "records",
+    "run_compare",
+    "run_geometry",
+    "run_steer",
+    "site_name",
+    "summarize_pca",
+    "train",
+    "windtunnel",
+]
 
-__all__ = [*SUBPACKAGES, *_NAMES, "__version__"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in SUBPACKAGES:
-        return importlib.import_module(f"{__name__}.{name}")
-    if name in _NAMES:
-        module, attr = _NAMES[name]
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'bayesgeom' has no attribute {name!r}")
+#: each name of the façade is imported on first use (:mod:`records.lazy`)
+__getattr__ = lazy_exports(__name__)
 
 
 def __dir__() -> list[str]:

@@ -1,6 +1,6 @@
 """Seconds per model-step of ``bayesgeom dynamics em-vs-sgd``'s batched trainer
-(:mod:`analyses.dynamics.sticky_trainer`), as a ratio to the plain per-step loop
-(:func:`analyses.dynamics.em_vs_sgd_reference.train_reference`: autograd, one head, the M-step
+(:mod:`analyses.dynamics.em_vs_sgd.sticky_trainer`), as a ratio to the plain per-step loop
+(:func:`analyses.dynamics.em_vs_sgd.reference.train_reference`: autograd, one head, the M-step
 by ``torch.linalg.lstsq``) measured in the same run (the baseline) on the same work.
 
 For each protocol family (SGD, Adam, the closed-form M-step, its uniform ablation): the five
@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bayesgeom.analyses.dynamics.em_vs_sgd_protocols import PROTOCOLS
-from bayesgeom.analyses.dynamics.em_vs_sgd_reference import train_reference
-from bayesgeom.analyses.dynamics.sticky_trainer import train_batch
+from bayesgeom.analyses.dynamics.em_vs_sgd.protocols import PROTOCOLS
+from bayesgeom.analyses.dynamics.em_vs_sgd.reference import train_reference
+from bayesgeom.analyses.dynamics.em_vs_sgd.sticky_trainer import train_batch
 from bayesgeom.records import run_manifest, write_json
 from bayesgeom.windtunnel import sticky_chain as sc
 

@@ -1,7 +1,7 @@
 """Peak resident memory of one experiment, per phase, measured inside the process that runs it.
 
 Used by ``benchmarks/experiment_memory.py`` (the benchmark) and by the memory test of
-``tests/analyses/test_geometry_memory.py``; both run it as a child process:
+``tests/analyses/geometry/test_memory.py``; both run it as a child process:
 
     python benchmarks/memory_phases.py OUT.json geometry --model DIR --out RUN ...
 

@@ -1,6 +1,6 @@
 """How one attention layer's scores, patterns and values moved between two moments of training,
 and how well the moves follow a predicted direction (the numerics of the Paper II monitor,
-:mod:`analyses.dynamics.monitor`).
+:mod:`analyses.dynamics.monitor.run`).
 
 Shapes follow :mod:`probes.routing_law`: scores, patterns and their gradients [N, H, T, Tk];
 queries [N, H, T, dh]; keys and values [N, Hkv, Tk, dh]; ``allowed`` [N, 1 or H, T, Tk] bool

@@ -1,44 +1,60 @@
 """records: the bottom of bayesgeom -- atomic files, JSON and tables, run manifests, typed
 results, declared options, the fingerprint + finished-part protocol, checksums, one-line
 errors with their exit statuses, and run directories held by one writer. It imports no other
-bayesgeom package; all of them may import it."""
+bayesgeom package; all of them may import it.
 
-from .atomic import atomic_write, atomic_write_bytes, atomic_write_text, make_dir, os_errors
-from .checksums import (
-    SAFE_INDEX,
-    check_safetensors,
-    file_sha256,
-    has_checksums,
-    safetensors_shards,
-    verify_checksums,
-    write_checksums,
-)
-from .errors import (
-    BayesgeomError,
-    FaultError,
-    FileFault,
-    InputFileError,
-    UsageError,
-    exit_code,
-    os_error_line,
-)
-from .files import json_safe, read_json, read_table, read_text, write_json, write_table, write_text
-from .manifest import package_version, run_manifest
-from .options import (
-    SEED_MAX,
-    SEED_MIN,
-    Option,
-    OptionError,
-    check_options,
-    declared,
-    option,
-    run_settings,
-    same_option,
-    seed_option,
-)
-from .reuse import Parts, fingerprint
-from .run_dir import RunBusyError, RunDir, RunDirError, check_out, finished_with, hold
-from .typed import from_json, read_result, to_json, write_result
+Every public name is imported on first use (:mod:`records.lazy`): importing a light part
+(``records.lazy``, ``records.options``) does not import numpy or pandas."""
+
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .atomic import atomic_write, atomic_write_bytes, atomic_write_text, make_dir, os_errors
+    from .checksums import (
+        SAFE_INDEX,
+        check_safetensors,
+        file_sha256,
+        has_checksums,
+        safetensors_shards,
+        verify_checksums,
+        write_checksums,
+    )
+    from .errors import (
+        BayesgeomError,
+        FaultError,
+        FileFault,
+        InputFileError,
+        UsageError,
+        exit_code,
+        os_error_line,
+    )
+    from .files import (
+        json_safe,
+        read_json,
+        read_table,
+        read_text,
+        write_json,
+        write_table,
+        write_text,
+    )
+    from .manifest import package_version, run_manifest
+    from .options import (
+        SEED_MAX,
+        SEED_MIN,
+        Option,
+        OptionError,
+        check_options,
+        declared,
+        option,
+        run_settings,
+        same_option,
+        seed_option,
+    )
+    from .reuse import Parts, fingerprint
+    from .run_dir import RunBusyError, RunDir, RunDirError, check_out, finished_with, hold
+    from .typed import from_json, read_result, to_json, write_result
 
 __all__ = [
     "SAFE_INDEX",
@@ -92,3 +108,5 @@ __all__ = [
     "write_table",
     "write_text",
 ]
+
+__getattr__ = lazy_exports(__name__)

@@ -1,18 +1,25 @@
 """Packages whose public names are imported on first use (PEP 562), so that importing one of
-their light submodules (a config, a list of names) does not import torch.
+their light submodules (a config, a list of names) does not import torch. Every package of
+bayesgeom that exports names lazily does it this one way: the façade (``bayesgeom``),
+``records``, ``interp``, ``probes``, ``windtunnel`` and each experiment folder of ``analyses``.
 
 A package lists its public names as ordinary relative imports inside ``if TYPE_CHECKING:``
 (type checkers and the API reference read them there) and sets
 ``__getattr__ = lazy_exports(__name__)``; :func:`exports` reads those imports from the package's
-source, so each name is declared once. ``from package import name`` and ``package.name`` then
-import ``name``'s submodule when first asked for; ``whole=True`` imports every listed
-submodule at the first such request (a package whose submodules register themselves, like the
-wind tunnels' task registry).
+source, so each name is declared once (``__all__ = [*exports(__name__)]`` where the package
+lists no others). ``from package import name`` and ``package.name`` then import ``name``'s
+submodule when first asked for (``from . import sub`` exports the subpackage itself);
+``whole=True`` imports every listed submodule at the first such request (a package whose
+submodules register themselves, like the wind tunnels' task registry). This module imports
+nothing but the standard library, so that any package, the bottom one included, can use it.
 
 Example:
     >>> from bayesgeom import interp
     >>> exports(interp.__name__)["load"], exports(interp.__name__)["capture"]
     (('.loading', 'load'), ('.capture', 'capture'))
+    >>> import bayesgeom  # the façade exports its subpackages: ``from . import interp``
+    >>> exports("bayesgeom")["interp"], bayesgeom.interp is interp, callable(bayesgeom.capture)
+    (('.', 'interp'), True, True)
 """
 
 from __future__ import annotations
@@ -50,7 +57,8 @@ class LazyPackage(types.ModuleType):
     __lazy_names__: dict[str, tuple[str, str]]
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if (isinstance(value, types.ModuleType) and name in self.__dict__.get("__lazy_names__", {})
+        export = self.__dict__.get("__lazy_names__", {}).get(name)
+        if (isinstance(value, types.ModuleType) and export not in (None, (".", name))
                 and value.__name__ == f"{self.__name__}.{name}"):
             return  # a submodule named like an export: the export is what ``package.name`` is
         super().__setattr__(name, value)
@@ -66,7 +74,10 @@ def lazy_exports(package: str, whole: bool = False) -> Callable[[str], Any]:
 
     def load(name: str) -> Any:
         where, original = names[name]
-        value = getattr(importlib.import_module(where, package), original)
+        if where == ".":  # ``from . import sub``: the subpackage itself
+            value = importlib.import_module(f".{original}", package)
+        else:
+            value = getattr(importlib.import_module(where, package), original)
         setattr(module, name, value)
         return value
 

@@ -119,11 +119,13 @@ def _visible(out: Path) -> list[Path]:
     return sorted(p for p in out.iterdir() if p.name not in (LOCK, OWNER))
 
 
-def check_out(out: str | Path, experiment: str) -> dict[str, Any] | None:
+def check_out(out: str | Path, experiment: str, formerly: tuple[str, ...] = (),
+              ) -> dict[str, Any] | None:
     """Whether ``out`` can hold a run of ``experiment``, read without taking it (cheap: call it
     before any expensive work): its run record (``run.json``) where it holds one of this
-    experiment, None where it is new or empty; else a one-line :class:`RunDirError` (a file, a
-    folder of other files, or another experiment's run)."""
+    experiment (or of one of the names it had ``formerly``, before a rename: such a folder is
+    read as this experiment's), None where it is new or empty; else a one-line
+    :class:`RunDirError` (a file, a folder of other files, or another experiment's run)."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise RunDirError(f"{out} is a file, not a directory; choose another --out")
@@ -150,7 +152,7 @@ def check_out(out: str | Path, experiment: str) -> dict[str, Any] | None:
                         + (f"it lacks {', '.join(missing)}" if missing else
                            "its experiment or settings are not what bayesgeom writes")
                         + f"; {fix}")
-    if kind != experiment:
+    if kind != experiment and kind not in formerly:
         raise RunDirError(f"{out} holds a bayesgeom {kind} run; choose another --out")
     return rec
 
@@ -222,12 +224,14 @@ class RunDir:
     None; ``restarted``: the settings that changed (or ``"--restart"``) when an earlier run
     was replaced -- one line on stderr says so -- else None. Call :meth:`finish` when the
     run's outputs are complete; a run that raises stays ``running`` and is resumed or
-    restarted next time."""
+    restarted next time. ``formerly``: the names ``experiment`` had before a rename; a folder
+    recorded under one is this experiment's run (a record written there takes today's name)."""
 
     def __init__(self, out: str | Path, experiment: str, settings: dict[str, Any], *,
-                 restart: bool = False, record: dict[str, Any] | None = None):
+                 restart: bool = False, record: dict[str, Any] | None = None,
+                 formerly: tuple[str, ...] = ()):
         self.out = Path(out)
-        self.experiment = experiment
+        self.experiment, self.formerly = experiment, tuple(formerly)
         self.settings = json_safe(settings)
         self.fingerprint = settings_fingerprint(self.settings)
         self.restart = restart
@@ -251,7 +255,7 @@ class RunDir:
         self._hold.__exit__(*exc)
 
     def _claim(self) -> None:
-        rec = check_out(self.out, self.experiment)
+        rec = check_out(self.out, self.experiment, self.formerly)
         if rec is None:
             self._write("running")
             return

@@ -33,9 +33,10 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(name: str, path: Path) -> set[str]:
-    """Every module ``name`` imports (function-level imports included), spelled without the
-    ``bayesgeom.`` prefix; ``from PKG import name`` counts as ``PKG.name`` where that is a
-    module (a submodule imported by name), else as ``PKG``."""
+    """Every module ``name`` imports (function-level imports included, and the names a package
+    imports lazily under ``if TYPE_CHECKING:``), spelled without the ``bayesgeom.`` prefix;
+    ``from PKG import name`` counts as ``PKG.name`` where that is a module (a submodule
+    imported by name), else as ``PKG``."""
     out = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text())):
@@ -46,7 +47,9 @@ def _imports(name: str, path: Path) -> set[str]:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
-                module = (node.module or "").removeprefix("bayesgeom").removeprefix(".")
+                module = node.module or ""
+            # the façade's ``.interp`` is the top-level ``interp``, as ``bayesgeom.interp`` is
+            module = module.removeprefix("bayesgeom").removeprefix(".")
             for a in node.names:
                 sub = f"{module}.{a.name}" if module else a.name
                 out.add(sub if (ROOT / sub.replace(".", "/")).is_dir()

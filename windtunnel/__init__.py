@@ -1,7 +1,8 @@
 """Wind tunnels: tasks with exact Bayes posteriors, small models, training, calibration.
 
-Tasks share one contract (:mod:`windtunnel.task`): token tasks (bijection, hmm, assoc_recall,
-long_recall) for training small models, and the text task SULA for pretrained LLMs.
+Tasks share one contract (:mod:`windtunnel.task`; their registry,
+:mod:`windtunnel.task_registry`): token tasks (bijection, hmm, assoc_recall, long_recall) for
+training small models, and the text task SULA for pretrained LLMs.
 :func:`load_run` opens a trained run with its task attached. Errors are :mod:`records` one-liners:
 :class:`TaskConfigError` and :class:`RunDirError` are usage errors (exit status 2),
 :class:`CheckpointError` a damaged or altered file (exit status 1).
@@ -21,12 +22,9 @@ if TYPE_CHECKING:
     from .posterior_prompts import PosteriorPrompts, PromptSetError
     from .runs import LoadedRun, NotARunError, RunDirError, is_windtunnel_dir, load_run
     from .sula import SulaError, SulaTask, SulaTaskConfig
-    from .task import (
+    from .task import Task, TaskBatch, TaskConfigError, TokenTask
+    from .task_registry import (
         TASKS,
-        Task,
-        TaskBatch,
-        TaskConfigError,
-        TokenTask,
         make_task,
         make_token_task,
         task_from_config,

@@ -50,8 +50,9 @@ import numpy as np
 import torch
 
 from ..infotheory import entropy_bits_from_probs
-from .task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
+from .task import TaskBatch, TaskConfigError, TokenTask, config_dict
 from .task_configs import VARIANTS, AssocRecallConfig, Variant  # noqa: F401 (re-exported)
+from .task_registry import register_task
 
 #: recall-variant special tokens (the authors' tokenizer)
 PAD, STORE, FILLER, QUERY, SEP = 0, 1, 2, 3, 4

@@ -28,7 +28,7 @@ import numpy as np
 
 from .evaluate import EVAL_BATCH
 from .seeds import Purpose, stream
-from .task import make_token_task
+from .task_registry import make_token_task
 
 CHANCE = "chance"
 HISTORY_FREE = "history-free"

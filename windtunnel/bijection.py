@@ -43,8 +43,9 @@ import torch
 
 from ..infotheory import entropy_bits_from_probs
 from .sparse_posterior import SparsePosterior
-from .task import DENSE_MAX_H, TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
+from .task import DENSE_MAX_H, TaskBatch, TaskConfigError, TokenTask, config_dict
 from .task_configs import BijectionConfig, Layout  # noqa: F401 (re-exported)
+from .task_registry import register_task
 
 #: the exact noisy posterior costs O(V³) per sequence: the largest V it is offered for
 NOISY_MAX_V = 128
@@ -293,3 +294,19 @@ def noisy_posterior(shown: np.ndarray, V: int, noise: float) -> np.ndarray:
         post[:, t] = w / w.sum(axis=1, keepdims=True)
         counts[rows, shown[:, t]] += 1
     return post
+
+
+def paper1_token_ids(task: object) -> list[int] | None:
+    """Paper I's token set E_tok[0..V−1]: on the bijection its V key tokens 0..V−1
+    (``describe_tokens()["keys"]``); None for another task, where tokens 0..V−1 are not a
+    hypothesis set.
+
+    Example:
+        >>> from bayesgeom.windtunnel import make_task
+        >>> paper1_token_ids(make_task("bijection", V=4)), paper1_token_ids(make_task("hmm"))
+        ([0, 1, 2, 3], None)
+    """
+    if not isinstance(task, BijectionTask):
+        return None
+    lo, hi = task.describe_tokens()["keys"]
+    return list(range(lo, hi + 1))

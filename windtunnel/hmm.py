@@ -26,8 +26,9 @@ import torch
 from ..infotheory import entropy_bits_from_probs
 from .evaluate import EVAL_BATCH
 from .seeds import Purpose, stream
-from .task import TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
+from .task import TaskBatch, TaskConfigError, TokenTask, config_dict
 from .task_configs import HMMConfig
+from .task_registry import register_task
 
 FLOOR_CENTS = 5
 N_PROB_TOKENS = 96  # 0.05 .. 1.00

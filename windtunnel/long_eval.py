@@ -8,16 +8,25 @@ unchunked forward's (to float rounding) for every position scheme of the Llama-s
 tunnel (learned, RoPE, NoPE, ALiBi, BAM: its priors take distances from the cache's slots)
 and for the GPT-2 wind tunnel. A model with a learned position table cannot go past it:
 :func:`position_limit` says how far it goes, and :func:`chunked_logits` refuses longer inputs.
+:func:`score_sequences` scores held-out ``long_recall`` sequences of any length through it
+against the exact posterior (what ``bayesgeom extrapolate`` and ``stability`` measure).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 from transformers import DynamicCache
 
+from .metrics import calibration_stats, slice_log_probs
+from .seeds import Purpose, stream
 from .task import TaskConfigError
+
+if TYPE_CHECKING:
+    from .long_recall import LongRecallTask
 
 
 def position_limit(model: torch.nn.Module) -> int | None:
@@ -98,3 +107,29 @@ def chunked_logits(model: torch.nn.Module, input_ids: torch.Tensor, chunk: int =
         model.train(was_training)
     assert out is not None  # T >= 1: one chunk ran
     return out
+
+
+def score_sequences(model: torch.nn.Module, task: LongRecallTask, length: int, n_eval: int,
+                    eval_batch: int, chunk: int, seed: int,
+                    ) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
+    """``n_eval`` held-out sequences of ``length`` tokens (evaluation stream of ``seed``, batch
+    i at index 1000 + i), read through the chunked forward: the [n_eval, length] token ids and
+    per-sequence outcomes [n_eval] over the hypothesis slice -- ``correct`` (1/0),
+    ``kl_bits``, ``entropy_abs_err_bits``, ``h_bayes_bits`` and ``bayes_max`` (max_h p_Bayes,
+    the Bayes predictor's expected accuracy)."""
+    ids, cols = [], {k: [] for k in ("correct", "kl_bits", "entropy_abs_err_bits",
+                                     "h_bayes_bits", "bayes_max")}
+    device = next(model.parameters()).device
+    for i in range(0, n_eval, eval_batch):
+        k = min(eval_batch, n_eval - i)
+        b = task.sample_at(length, k, stream(seed, Purpose.EVAL, 1000 + i))
+        logits = chunked_logits(model, b.input_ids.to(device), chunk=chunk,
+                                positions=b.query_pos.tolist())
+        s = calibration_stats(slice_log_probs(logits.cpu(), task.hyp_slice), b.oracle,
+                              b.targets)
+        for key, v in (("correct", s.correct), ("kl_bits", s.kl_bayes_model),
+                       ("entropy_abs_err_bits", (s.h_model - s.h_bayes).abs()),
+                       ("h_bayes_bits", s.h_bayes), ("bayes_max", b.bayes_max())):
+            cols[key].append(v.double().reshape(k, -1).mean(1).numpy())
+        ids.append(b.input_ids)
+    return torch.cat(ids), {k: np.concatenate(v) for k, v in cols.items()}

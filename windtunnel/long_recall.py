@@ -57,8 +57,9 @@ import torch
 
 from .priors import PRIORS, prior_weights, sample_from
 from .sparse_posterior import SparsePosterior
-from .task import DENSE_MAX_H, TaskBatch, TaskConfigError, TokenTask, config_dict, register_task
+from .task import DENSE_MAX_H, TaskBatch, TaskConfigError, TokenTask, config_dict
 from .task_configs import LongRecallConfig
+from .task_registry import register_task
 
 FILLER, QUERY = 0, 1
 KEY_BASE = 2

@@ -60,7 +60,8 @@ from .checkpoint import (
 )
 from .metrics import CalibrationReport
 from .run_identity import EXPERIMENT, MODEL_RECORD, RUN_RECORD, is_windtunnel_dir, record_kind
-from .task import TaskConfigError, TokenTask, token_task_from_config
+from .task import TaskConfigError, TokenTask
+from .task_registry import token_task_from_config
 from .train_config import TrainConfig
 
 __all__ = ["EXPERIMENT", "LOG", "MODEL_RECORD", "RUN_RECORD", "LoadedRun", "NotARunError",

@@ -45,7 +45,8 @@ from .sula_config import (
     SulaError,
     SulaTaskConfig,
 )
-from .task import Task, config_dict, register_task
+from .task import Task, config_dict
+from .task_registry import register_task
 
 MASK = "[MASK]"
 

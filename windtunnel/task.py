@@ -1,8 +1,8 @@
 """The task contract: a seeded sampler of prompts whose answer has an exact Bayes posterior.
 
-Every registered task (``make_task(name, **params)``) gives :class:`PosteriorPrompts` -- prompts
-with the exact posterior over their hypotheses at the final position -- the one currency of
-calibration, geometry and steering. Two kinds implement it:
+Every registered task (:func:`windtunnel.task_registry.make_task`) gives :class:`PosteriorPrompts`
+-- prompts with the exact posterior over their hypotheses at the final position -- the one
+currency of calibration, geometry and steering. Two kinds implement it:
 
 * :class:`TokenTask` -- the wind tunnels (bijection, hmm): a small token vocabulary whose
   *hypothesis slice* names the hypotheses, dense batches (:class:`TaskBatch`) with the exact
@@ -10,14 +10,13 @@ calibration, geometry and steering. Two kinds implement it:
 * text tasks -- SULA (:mod:`windtunnel.sula`): text prompts for a pretrained LLM whose
   hypotheses are label words; they are evaluated, never trained on.
 
-A task's parameters are a dataclass registered with it; each field is declared with
-:func:`records.option` (help, range), so the command line derives its task options from the
-registry and a new task needs no CLI edit.
+A task's parameters are a dataclass registered with it (:mod:`windtunnel.task_registry`); each
+field is declared with :func:`records.option` (help, range), so the command line derives its
+task options from the registry and a new task needs no CLI edit.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -29,11 +28,10 @@ import pandas as pd
 import torch
 
 from .memory import format_bytes, memory_limit
-from .names import TASK_NAMES, TaskConfigError
+from .names import TaskConfigError
 from .posterior_prompts import PosteriorPrompts
 from .seeds import Purpose, stream
 from .sparse_posterior import SparsePosterior
-from .task_configs import TASK_CONFIGS, task_params_problem
 
 #: tasks with a sparse posterior form carry the dense [B, Q, H] one only up to this many
 #: hypotheses (bijection V = 1,000 would need ~1 GB per 128 sequences)
@@ -108,7 +106,8 @@ class Task(ABC):
 
     @abstractmethod
     def config(self) -> dict[str, Any]:
-        """JSON-serialisable parameters that rebuild this task with :func:`task_from_config`."""
+        """JSON-serialisable parameters that rebuild this task with
+        :func:`windtunnel.task_registry.task_from_config`."""
 
     @abstractmethod
     def posterior_prompts(self, n: int, seed: int) -> PosteriorPrompts:
@@ -268,72 +267,7 @@ class TokenTask(Task):
                 "hyp_slice": [self.hyp_slice.start, self.hyp_slice.stop]}
 
 
-@dataclass(frozen=True)
-class _Registered:
-    cls: type[Task]
-    config_cls: type
-
-
-TASKS: dict[str, _Registered] = {}
-
-
-def register_task(config_cls: type):
-    """Class decorator: register a Task under its ``name`` with the dataclass that configures
-    it (fields declared with :func:`records.option`)."""
-
-    def wrap(cls: type[Task]) -> type[Task]:
-        TASKS[cls.name] = _Registered(cls, config_cls)
-        TASK_CONFIGS[cls.name] = config_cls  # the command line reads its options from there
-        return cls
-
-    return wrap
-
-
-def load_tasks() -> None:
-    """Import every task module (:data:`windtunnel.names.TASK_NAMES`: each task's module has its
-    name), so that :data:`TASKS` is complete however this module was reached: the package
-    imports its public names lazily, and a task registers itself when its module is imported."""
-    for module in TASK_NAMES:
-        importlib.import_module(f".{module}", __package__)
-
-
-def make_task(name: str, **params: Any) -> Task:
-    """Build a registered task; unknown names, parameters or values raise
-    :class:`TaskConfigError`."""
-    load_tasks()
-    if name not in TASKS:
-        raise TaskConfigError(f"unknown task {name!r}; available: {', '.join(sorted(TASKS))}")
-    reg = TASKS[name]
-    problem = task_params_problem(name, params)
-    if problem is not None:
-        raise TaskConfigError(problem)
-    return reg.cls(reg.config_cls(**params))
-
-
-def make_token_task(name: str, **params: Any) -> TokenTask:
-    """:func:`make_task` for a task models can be trained on (a wind tunnel)."""
-    task = make_task(name, **params)
-    if not isinstance(task, TokenTask):
-        token = sorted(n for n, r in TASKS.items() if issubclass(r.cls, TokenTask))
-        raise TaskConfigError(f"task {name!r} is a text task for pretrained LLMs (no token "
-                              f"vocabulary to train on); wind tunnels: {', '.join(token)}")
-    return task
-
-
-def _params(cfg: dict[str, Any]) -> dict[str, Any]:
-    """A :meth:`Task.config` read back from JSON as task parameters (lists as tuples)."""
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if k != "task"}
-
-
-def task_from_config(cfg: dict[str, Any]) -> Task:
-    """Inverse of :meth:`Task.config`."""
-    return make_task(cfg["task"], **_params(cfg))
-
-
-def token_task_from_config(cfg: dict[str, Any]) -> TokenTask:
-    """Inverse of :meth:`Task.config` for a task models are trained on (a wind tunnel)."""
-    return make_token_task(cfg["task"], **_params(cfg))
-
-
 def config_dict(name: str, cfg: Any) -> dict[str, Any]:
+    """What :meth:`Task.config` returns for task ``name`` with parameters ``cfg`` (a
+    dataclass): ``{"task": name, **fields}``."""
     return {"task": name, **asdict(cfg)}

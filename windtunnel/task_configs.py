@@ -109,7 +109,7 @@ class LongRecallConfig:
 
 
 #: every task's options by task name: the built-in ones here, a task registered later
-#: (:func:`windtunnel.task.register_task`) joins them
+#: (:func:`windtunnel.task_registry.register_task`) joins them
 TASK_CONFIGS: dict[str, type] = {"assoc_recall": AssocRecallConfig, "bijection": BijectionConfig,
                                  "hmm": HMMConfig, "long_recall": LongRecallConfig,
                                  "sula": SulaTaskConfig}
@@ -120,7 +120,7 @@ def task_params_problem(name: str, params: dict[str, Any]) -> str | None:
     :data:`TASK_CONFIGS`) -- an unknown name, or a value of the wrong type or outside its
     declared range -- as one line, or None. Torch-free, so a command line checks it before any
     task module is imported; checks across parameters stay with the task's constructor
-    (:func:`windtunnel.task.make_task`, which uses this for the per-field ones).
+    (:func:`windtunnel.task_registry.make_task`, which uses this for the per-field ones).
 
     Example:
         >>> task_params_problem("hmm", {"Q": 3})

@@ -93,7 +93,7 @@ class TrainConfig:
             raise TaskConfigError(f"task_params must be a dict, got {self.task_params!r}")
         from .architectures import check_batch_memory
         from .evaluate import EVAL_BATCH
-        from .task import make_token_task
+        from .task_registry import make_token_task
         from .transformer import get_preset
 
         get_preset(self.preset)

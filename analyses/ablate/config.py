@@ -1,7 +1,7 @@
-"""The options of ``bayesgeom ablate``: :class:`AblationsConfig`, each declared once, and its
+"""The options of ``bayesgeom ablate``: :class:`AblateConfig`, each declared once, and its
 ``check()``, which the command line runs before the run module is imported: this module imports
 no torch, transformers, pandas, scipy or plotly, so a bad option or ``--out`` is refused at
-once, with nothing loaded (``tests/analyses/test_validate_first.py``)."""
+once, with nothing loaded (``tests/analyses/cli/test_validate_first.py``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ CONDITIONS = ("heads", "layers", "cumulative")
 
 # ---------------------------------------------------------------- the experiment
 @dataclass
-class AblationsConfig(Seeded, RunOptions, experiment="ablate"):
+class AblateConfig(Seeded, RunOptions, experiment="ablate"):
     """One ``bayesgeom ablate`` run (module doc). Sizes: ``n`` held-out sequences per
     condition; ``ks``: the task's K (observations per HMM sequence) to evaluate at."""
 

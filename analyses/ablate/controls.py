@@ -21,7 +21,8 @@ from ...interp.ablations import Ablation, ablate
 from ...windtunnel.evaluate import EVAL_BATCH, evaluate
 from ...windtunnel.metrics import CalibrationReport
 from ...windtunnel.seeds import Purpose, stream
-from ...windtunnel.task import TaskConfigError, TokenTask, make_token_task
+from ...windtunnel.task import TaskConfigError, TokenTask
+from ...windtunnel.task_registry import make_token_task
 from ..kit.errors import ExperimentError
 
 

@@ -19,10 +19,10 @@ import plotly.graph_objects as go
 
 from ... import interp
 from ...windtunnel.task import TokenTask
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import Finding, findings_text
 from ..kit.html import html_report
-from ..kit.numbers import num
-from .result import AblationEval, AblationsSummary, RetrainResult
+from ..kit.numbers import num, sig
+from .result import AblateResult, AblationEval, RetrainResult
 
 #: Paper I: removing any single layer raises the error more than this many times
 LAYER_FACTOR = 10.0
@@ -38,8 +38,6 @@ CONTROL_TEXT = {
             "per-position mean over the first held-out batch); the clean MAE is in every row",
     "none": "control: the clean model's MAE only (--control none)",
 }
-
-
 
 
 def _head_eval(ev: AblationEval, g: pd.DataFrame) -> None:
@@ -63,10 +61,10 @@ def _head_eval(ev: AblationEval, g: pd.DataFrame) -> None:
 
 
 def summarise(cfg: Any, m: interp.InterpModel, task: TokenTask, table: pd.DataFrame,
-              retrain: RetrainResult | None, wall_s: float) -> AblationsSummary:
+              retrain: RetrainResult | None, wall_s: float) -> AblateResult:
     """The summary of a finished run (``cfg``: its
-    :class:`~analyses.ablate.run.AblationsConfig`)."""
-    s = AblationsSummary(m.info.name, task.name, cfg.n, cfg.seed, cfg.control, retrain=retrain,
+    :class:`~analyses.ablate.run.AblateConfig`)."""
+    s = AblateResult(m.info.name, task.name, cfg.n, cfg.seed, cfg.control, retrain=retrain,
                          wall_s=round(wall_s, 2))
     for label, g in (table.groupby("eval", sort=False) if not table.empty else []):
         clean = g[g["family"] == "clean"].iloc[0]
@@ -113,10 +111,6 @@ def delta_figure(table: pd.DataFrame) -> go.Figure:
     if not t.empty and (t["delta_mae_bits"] > 0).all():
         fig.update_yaxes(type="log")
     return fig
-
-
-def _g(x: float | None, nd: int = 3) -> str:
-    return num(x, nd, "g")
 
 
 def retrain_table(r: RetrainResult) -> pd.DataFrame:
@@ -175,7 +169,7 @@ def _retrain_row(r: RetrainResult) -> Finding | None:
         undefined="the retrained model gave no finite MAE")
 
 
-def findings(result: AblationsSummary) -> list[Finding]:
+def findings(result: AblateResult) -> list[Finding]:
     """The verdict table of an ablation run (module doc), per task size, then the retrain."""
     rows = [f for e in result.evals for f in _eval_rows(e)]
     if result.retrain is not None:
@@ -184,41 +178,43 @@ def findings(result: AblationsSummary) -> list[Finding]:
     return rows
 
 
-def format_summary(s: AblationsSummary) -> str:
+def format_summary(s: AblateResult) -> str:
     """The verdict table (:func:`findings`), then :func:`summary_table`."""
     return findings_text(findings(s)) + "\n" + summary_table(s)
 
 
-def summary_table(s: AblationsSummary) -> str:
+def summary_table(s: AblateResult) -> str:
     """The terminal view: per task size the clean MAE, the frame head and the layer results;
     then the retrain beside its control."""
     lines = [f"{s.model} · {s.task} · ablations on {s.n_sequences} held-out sequences "
              f"(seed {s.seed}); entropy MAE in bits", CONTROL_TEXT[s.control]]
     for e in s.evals:
-        lines.append(f"[{e.label}] clean {_g(e.clean_mae_bits)} (accuracy "
+        lines.append(f"[{e.label}] clean {num(e.clean_mae_bits, 3, 'g')} (accuracy "
                      f"{e.clean_accuracy:.3f})")
         if e.frame_head is not None:
-            lines.append(f"  frame head {e.frame_head}: ΔMAE {_g(e.frame_delta_mae_bits)} "
-                         f"({_g(e.frame_ratio_to_second)}× the second layer-0 head; mean-"
-                         f"ablation ΔMAE {_g(e.frame_mean_ablation_delta_mae_bits)}); median "
-                         f"head ΔMAE {_g(e.head_delta_median_bits)}; worst head "
-                         f"{e.worst_head} {_g(e.worst_head_delta_mae_bits)}")
+            lines.append(f"  frame head {e.frame_head}: ΔMAE {num(e.frame_delta_mae_bits, 3, 'g')} "
+                         f"({num(e.frame_ratio_to_second, 3, 'g')}× the second layer-0 head; mean-"
+                         "ablation ΔMAE "
+                         f"{num(e.frame_mean_ablation_delta_mae_bits, 3, 'g')}); median "
+                         f"head ΔMAE {num(e.head_delta_median_bits, 3, 'g')}; worst head "
+                         f"{e.worst_head} {num(e.worst_head_delta_mae_bits, 3, 'g')}")
         if e.min_bypass_ratio is not None:
-            lines.append(f"  bypassing any one layer: MAE ≥ {_g(e.min_bypass_ratio)}× clean")
+            lines.append("  bypassing any one layer: MAE ≥ "
+                         f"{num(e.min_bypass_ratio, 3, 'g')}× clean")
         if e.embedding_only_mae_bits is not None:
             lines.append(f"  every layer bypassed (embedding only): "
-                         f"{_g(e.embedding_only_mae_bits)}")
+                         f"{num(e.embedding_only_mae_bits, 3, 'g')}")
     if s.retrain is not None:
         r = s.retrain
         lines.append(f"retrain {r.intervention} (layers {r.layers}; steps {r.steps}, stopped "
                      f"by {r.stop_reasons}):")
         for row in r.rows:
-            lines.append(f"  K={row.K}: {row.model:<48} MAE {_g(row.mae_bits)}  accuracy "
+            lines.append(f"  K={row.K}: {row.model:<48} MAE {num(row.mae_bits, 3, 'g')}  accuracy "
                          f"{row.accuracy:.3f}")
     return "\n".join(lines)
 
 
-def write_report(path: Path, s: AblationsSummary, table: pd.DataFrame,
+def write_report(path: Path, s: AblateResult, table: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
     sections: list[tuple[str, object] | tuple[str, object, str]] = [
         ("Summary", summary_table(s)), ("How to read it", CONTROL_TEXT[s.control])]

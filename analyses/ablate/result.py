@@ -101,7 +101,7 @@ class RetrainResult:
 
 
 @dataclass
-class AblationsSummary:
+class AblateResult:
     """What ``bayesgeom ablate`` found (its ``summary.json``)."""
 
     model: str

@@ -81,7 +81,7 @@ def check_retrain(cfg: Any, m: interp.InterpModel) -> tuple[list[str], TrainConf
 def run_retrain(cfg: Any, m: interp.InterpModel,
                 tasks: Sequence[tuple[int | None, TokenTask]]) -> RetrainResult:
     """Train the variant (and, with another budget, its control) under ``cfg.out/retrain``
-    and score both at each task size (``cfg``: an :class:`analyses.ablate.run.AblationsConfig`)."""
+    and score both at each task size (``cfg``: an :class:`analyses.ablate.run.AblateConfig`)."""
     from ..kit.models import open_model
 
     top = int(cfg.retrain_top_attention)

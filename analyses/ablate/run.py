@@ -18,7 +18,7 @@ zero-attention rows; an LSTM: no zero-FFN either -- its blocks have no sublayer)
     res = run_ablations("runs/bijection")      # a run directory, or an interp.InterpModel
     print(res.table())
 
-The experiment ``bayesgeom ablate RUN_DIR`` (:class:`AblationsConfig`, :func:`run_experiment`)
+The experiment ``bayesgeom ablate RUN_DIR`` (:class:`AblateConfig`, :func:`run_ablate`)
 runs the same conditions -- the heads of every layer with ``--all-layer-heads``, each task
 size in ``--K`` -- and puts every number beside two controls: the clean model's MAE, and a
 **mean-ablation** of the same head or sublayer (its output replaced by its per-position mean
@@ -43,12 +43,17 @@ from ...windtunnel.task import TokenTask
 from ..kit.errors import ExperimentError
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
-from .config import CONDITIONS, AblationsConfig  # noqa: F401 (re-exported)
+from .config import CONDITIONS, AblateConfig  # noqa: F401 (re-exported)
 from .controls import eval_task, has_site, mean_replaced, measure, site_means
-from .result import AblationResult
+from .result import AblateResult, AblationResult
 
-__all__ = ["AblationResult", "AblationsConfig", "evaluate_ablated", "run_ablations",
-           "run_experiment"]
+__all__ = [
+    "AblateConfig",
+    "AblationResult",
+    "evaluate_ablated",
+    "run_ablate",
+    "run_ablations",
+]
 
 
 def evaluate_ablated(model: interp.InterpModel, task: TokenTask, *ablations: Ablation,
@@ -107,7 +112,7 @@ def head_label(layer: int, head: int) -> str:
     return f"L{layer}H{head}"
 
 
-def _evaluate_one(m: interp.InterpModel, task: TokenTask, cfg: AblationsConfig,
+def _evaluate_one(m: interp.InterpModel, task: TokenTask, cfg: AblateConfig,
                   label: str) -> list[dict[str, Any]]:
     """Tidy rows (one per condition) of one task size; ``label`` names it ("K=20")."""
     n, seed = cfg.n, cfg.seed
@@ -157,7 +162,7 @@ def _evaluate_one(m: interp.InterpModel, task: TokenTask, cfg: AblationsConfig,
     return rows
 
 
-def run_experiment(cfg: AblationsConfig, model: interp.InterpModel | None = None) -> Any:
+def run_ablate(cfg: AblateConfig, model: interp.InterpModel | None = None) -> AblateResult:
     """Run every condition at every K (and the retrain when asked); write table.parquet (one
     row per condition and K), summary.json, manifest.json and report.html under ``cfg.out``."""
     import pandas as pd

@@ -5,7 +5,7 @@ Task options (``--V``, ``--K``, ``--ks`` ...) come from the task registry
 does not have it is refused. ``train`` validates through the same :meth:`TrainConfig.validate`
 as the Python API (one line, the same message); ``--restart`` replaces a finished run with
 other settings or starts the same one over. ``train --monitor-every N`` runs the Paper II
-training-dynamics monitor (:mod:`analyses.dynamics.monitor`) every N steps: its columns join
+training-dynamics monitor (:mod:`analyses.dynamics.monitor.run`) every N steps: its columns join
 ``metrics.parquet`` and it writes ``dynamics.csv`` and ``dynamics.html`` into the run folder.
 """
 

@@ -1,6 +1,14 @@
 """``bayesgeom compare``: the same geometry metrics on several models, side by side."""
 
-from ..kit.experiment import Experiment, Later, package_exports
+from typing import TYPE_CHECKING
+
+from ...records.lazy import lazy_exports
+from ..kit.experiment import Experiment, Later
+
+if TYPE_CHECKING:
+    from .config import CompareConfig
+    from .result import CompareResult
+    from .run import run_compare
 
 #: the geometry config that compare nests
 GEOMETRY_CONFIG = f"{__name__.rpartition('.')[0]}.geometry.config"
@@ -10,6 +18,6 @@ EXPERIMENTS = (Experiment.in_package(
     "CompareConfig", "run_compare",
     nested={"geometry": (Later(GEOMETRY_CONFIG, "GeometryConfig"), ("model", "out"))}),)
 
-#: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"CompareConfig": "config", "CompareResult": "result", "run_compare": "run"}
-__all__, __getattr__ = package_exports(__name__, EXPORTS)
+__all__ = ["EXPERIMENTS", "CompareConfig", "CompareResult", "run_compare"]
+#: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
+__getattr__ = lazy_exports(__name__)

@@ -1,7 +1,7 @@
 """The options of ``bayesgeom compare``: :class:`CompareConfig`, each declared once, and its
 ``check()``, which the command line runs before the run module is imported: this module imports
 no torch, transformers, pandas, scipy or plotly, so a bad option or ``--out`` is refused at
-once, with nothing loaded (``tests/analyses/test_validate_first.py``)."""
+once, with nothing loaded (``tests/analyses/cli/test_validate_first.py``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,19 @@
 """``bayesgeom demo``: the main job -- train, compare, SULA, steer -- and one offline report."""
 
-from ..kit.experiment import Experiment, package_exports
+from typing import TYPE_CHECKING
+
+from ...records.lazy import lazy_exports
+from ..kit.experiment import Experiment
+
+if TYPE_CHECKING:
+    from .config import DemoConfig
+    from .result import DemoResult
+    from .run import run_demo
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "demo", "the main job: train, evaluate, compare, steer and report",
     "DemoConfig", "run_demo"),)
 
-#: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"DemoConfig": "config", "DemoResult": "result", "run_demo": "run"}
-__all__, __getattr__ = package_exports(__name__, EXPORTS)
+__all__ = ["EXPERIMENTS", "DemoConfig", "DemoResult", "run_demo"]
+#: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
+__getattr__ = lazy_exports(__name__)

@@ -11,8 +11,9 @@ import plotly.graph_objects as go
 
 from ...windtunnel.training import TrainResult
 from ..compare import report as compare_report
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import Finding, findings_text
 from ..kit.html import COLORS, html_report
+from ..kit.numbers import sig
 from ..steer import findings as steering_findings
 from ..steer import report as steering_report
 from ..steer.result import SteerResult

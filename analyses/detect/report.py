@@ -18,9 +18,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ...probes.key_frame import welch_bound
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import Finding, findings_text
 from ..kit.html import html_report
 from ..kit.learned import gate
+from ..kit.numbers import sig
 from .result import CONDITIONS, DetectResult
 
 #: how the per-layer table's columns read in the report

@@ -1,15 +1,22 @@
 """``bayesgeom extrapolate``: positional schemes trained at L on the long-context tunnel,
 evaluated at L × m."""
 
-from ..kit.experiment import Experiment, package_exports
+from typing import TYPE_CHECKING
+
+from ...records.lazy import lazy_exports
+from ..kit.experiment import Experiment
+
+if TYPE_CHECKING:
+    from .config import ExtrapolateConfig
+    from .result import ExtrapolateResult
+    from .run import run_extrapolate
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "extrapolate",
     "train each positional scheme at length L on long_recall and evaluate at "
     "L x m (accuracy, calibration, extrapolation ratio)",
-    "ExtrapolationConfig", "run_extrapolation"),)
+    "ExtrapolateConfig", "run_extrapolate"),)
 
-#: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"ExtrapolationConfig": "config", "ExtrapolationResult": "result",
-           "run_extrapolation": "run"}
-__all__, __getattr__ = package_exports(__name__, EXPORTS)
+__all__ = ["EXPERIMENTS", "ExtrapolateConfig", "ExtrapolateResult", "run_extrapolate"]
+#: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
+__getattr__ = lazy_exports(__name__)

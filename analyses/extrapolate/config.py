@@ -1,7 +1,7 @@
-"""The options of ``bayesgeom extrapolate``: :class:`ExtrapolationConfig`, each declared once, and
+"""The options of ``bayesgeom extrapolate``: :class:`ExtrapolateConfig`, each declared once, and
 its ``check()``, which the command line runs before the run module is imported: this module
 imports no torch, transformers, pandas, scipy or plotly, so a bad option or ``--out`` is refused
-at once, with nothing loaded (``tests/analyses/test_validate_first.py``)."""
+at once, with nothing loaded (``tests/analyses/cli/test_validate_first.py``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ SCHEMES = ("llama-bam", "llama-alibi", "llama-nope", "llama-rope", "llama")
 
 
 @dataclass
-class ExtrapolationConfig(Seeded, RunOptions, experiment="extrapolation"):
+class ExtrapolateConfig(Seeded, RunOptions, experiment="extrapolate",
+                        formerly=("extrapolation",)):
     """One extrapolation study (module doc)."""
 
     seed: int = seed_option(0, "seed of training and of the held-out sequences")

@@ -18,8 +18,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ...windtunnel.prior_readout import PriorReadout
-from ..kit.findings import Finding, sig
+from ..kit.findings import Finding
 from ..kit.html import COLORS, html_report
+from ..kit.numbers import sig
 
 #: why a readout has no verdict
 NO_TEST = "a readout of the weights, not a test: no criterion"

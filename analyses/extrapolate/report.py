@@ -17,9 +17,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import Finding, findings_text
 from ..kit.html import COLORS, html_report
-from .result import ExtrapolationResult, SchemeSummary
+from ..kit.numbers import sig
+from .result import ExtrapolateResult, SchemeSummary
 
 #: the learned-absolute scheme every other is held against, and the BAM scheme
 CONTROL, BAM = "llama", "llama-bam"
@@ -27,7 +28,7 @@ CONTROL, BAM = "llama", "llama-bam"
 BAM_MULTIPLE = 500
 
 
-def _learned(res: ExtrapolationResult, s: SchemeSummary) -> str:
+def _learned(res: ExtrapolateResult, s: SchemeSummary) -> str:
     """Why ``s`` learned nothing to extrapolate ("" when it did)."""
     if res.chance != res.chance:
         return ""
@@ -38,7 +39,7 @@ def _learned(res: ExtrapolationResult, s: SchemeSummary) -> str:
     return ""
 
 
-def findings(res: ExtrapolationResult) -> list[Finding]:
+def findings(res: ExtrapolateResult) -> list[Finding]:
     """The verdict rows (module doc): one per scheme but the control, then the BAM claim."""
     by = {s.arch: s for s in res.schemes}
     ctl = by.get(CONTROL)
@@ -112,12 +113,12 @@ def wide_table(table: pd.DataFrame) -> pd.DataFrame:
     return w.reset_index(names="scheme")
 
 
-def format_summary(res: ExtrapolationResult) -> str:
+def format_summary(res: ExtrapolateResult) -> str:
     """The verdict table (:func:`findings`), then the per-scheme view (:func:`details_text`)."""
     return findings_text(findings(res)) + "\n\n" + details_text(res)
 
 
-def details_text(res: ExtrapolationResult) -> str:
+def details_text(res: ExtrapolateResult) -> str:
     """Accuracy at L and at the longest length, and the ratio, per scheme."""
     lines = [f"long_recall, trained at L = {res.length} (noise {res.noise}), {res.preset}, "
              f"{res.steps} steps; {res.n_eval} held-out sequences per cell",
@@ -131,7 +132,7 @@ def details_text(res: ExtrapolationResult) -> str:
     return "\n".join(lines)
 
 
-def write_report(path: Path, res: ExtrapolationResult, table: pd.DataFrame,
+def write_report(path: Path, res: ExtrapolateResult, table: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
     return html_report(path, "Length extrapolation by positional scheme", findings(res), [
         ("The run", f"long_recall trained at L = {res.length} tokens (noise {res.noise}), "

@@ -21,7 +21,7 @@ class SchemeSummary:
 
 
 @dataclass
-class ExtrapolationResult:
+class ExtrapolateResult:
     """What ``summary.json`` holds."""
 
     length: int

@@ -8,9 +8,10 @@ longest evaluation (``max_length`` = L × max m); the learned-absolute model's r
 never trained, which is what "learned absolute" extrapolation means.
 
 Evaluation, per (arch, m): ``--n-eval`` held-out sequences of L × m tokens
-(:meth:`LongRecallTask.sample_at` on the evaluation stream), read through
-:func:`windtunnel.long_eval.chunked_logits` (KV cache, ``--chunk`` queries at a time, so memory
-is O(chunk × length)), scored over the hypothesis slice against the exact posterior
+(:func:`windtunnel.long_eval.score_sequences`: :meth:`LongRecallTask.sample_at` on the
+evaluation stream), read through :func:`windtunnel.long_eval.chunked_logits` (KV cache,
+``--chunk`` queries at a time, so memory is O(chunk × length)), scored over the hypothesis
+slice against the exact posterior
 (:func:`windtunnel.metrics.calibration_stats`): accuracy, KL(p_Bayes ‖ p_model) and the
 per-sample entropy MAE, both in bits (Paper I's per-sample definition). Controls in every row:
 the Bayes accuracy (the expected accuracy of the exact posterior's argmax on the same
@@ -28,52 +29,24 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
 from ...records import Parts, file_sha256, fingerprint
 from ...windtunnel import load_run, make_token_task
-from ...windtunnel.long_eval import chunked_logits
-from ...windtunnel.metrics import calibration_stats, slice_log_probs
-from ...windtunnel.seeds import Purpose, stream
+from ...windtunnel.long_eval import score_sequences
 from ...windtunnel.training import train
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
-from .config import SCHEMES, ExtrapolationConfig  # noqa: F401 (re-exported)
-from .result import BAM_CLAIM, ExtrapolationResult, SchemeSummary
+from .config import SCHEMES, ExtrapolateConfig  # noqa: F401 (re-exported)
+from .result import BAM_CLAIM, ExtrapolateResult, SchemeSummary
 
 
-def score_sequences(model: torch.nn.Module, task, length: int, n_eval: int, eval_batch: int,
-                    chunk: int, seed: int) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
-    """``n_eval`` held-out sequences of ``length`` tokens (evaluation stream of ``seed``, batch
-    i at index 1000 + i), read through the chunked forward: the [n_eval, length] token ids and
-    per-sequence outcomes [n_eval] over the hypothesis slice -- ``correct`` (1/0),
-    ``kl_bits``, ``entropy_abs_err_bits``, ``h_bayes_bits`` and ``bayes_max`` (max_h p_Bayes,
-    the Bayes predictor's expected accuracy)."""
-    ids, cols = [], {k: [] for k in ("correct", "kl_bits", "entropy_abs_err_bits",
-                                     "h_bayes_bits", "bayes_max")}
-    device = next(model.parameters()).device
-    for i in range(0, n_eval, eval_batch):
-        k = min(eval_batch, n_eval - i)
-        b = task.sample_at(length, k, stream(seed, Purpose.EVAL, 1000 + i))
-        logits = chunked_logits(model, b.input_ids.to(device), chunk=chunk,
-                                positions=b.query_pos.tolist())
-        s = calibration_stats(slice_log_probs(logits.cpu(), task.hyp_slice), b.oracle,
-                              b.targets)
-        for key, v in (("correct", s.correct), ("kl_bits", s.kl_bayes_model),
-                       ("entropy_abs_err_bits", (s.h_model - s.h_bayes).abs()),
-                       ("h_bayes_bits", s.h_bayes), ("bayes_max", b.bayes_max())):
-            cols[key].append(v.double().reshape(k, -1).mean(1).numpy())
-        ids.append(b.input_ids)
-    return torch.cat(ids), {k: np.concatenate(v) for k, v in cols.items()}
-
-
-def evaluate_at(model: torch.nn.Module, task, length: int, cfg: ExtrapolationConfig,
+def evaluate_at(model: torch.nn.Module, task, length: int, cfg: ExtrapolateConfig,
                 ) -> dict[str, float]:
     """One cell's numbers (module doc) at ``length`` tokens: the means of
-    :func:`score_sequences`."""
+    :func:`windtunnel.long_eval.score_sequences`."""
     _, s = score_sequences(model, task, length, cfg.n_eval, cfg.eval_batch, cfg.chunk,
                            cfg.seed)
     return {"accuracy": float(s["correct"].mean()), "kl_bits": float(s["kl_bits"].mean()),
@@ -93,7 +66,7 @@ def extrapolation_ratio(accuracy: dict[int, float], tolerance: float) -> int:
     return best
 
 
-def run_extrapolation(cfg: ExtrapolationConfig) -> ExtrapolationResult:
+def run_extrapolate(cfg: ExtrapolateConfig) -> ExtrapolateResult:
     """Train, evaluate and write table.parquet, summary.json, manifest.json, report.html."""
     cfg.check()
     t0 = time.perf_counter()
@@ -130,8 +103,8 @@ def run_extrapolation(cfg: ExtrapolationConfig) -> ExtrapolationResult:
     return res
 
 
-def _summarise(cfg: ExtrapolationConfig, table: pd.DataFrame, wall: float,
-               ) -> ExtrapolationResult:
+def _summarise(cfg: ExtrapolateConfig, table: pd.DataFrame, wall: float,
+               ) -> ExtrapolateResult:
     schemes = []
     for arch, g in table.groupby("arch", sort=False):
         accs = dict(zip(g["multiple"].astype(int), g["accuracy"], strict=True))
@@ -139,14 +112,14 @@ def _summarise(cfg: ExtrapolationConfig, table: pd.DataFrame, wall: float,
             arch=str(arch), accuracy_at_1=float(accs[1]),
             accuracy_at_max=float(accs[max(accs)]),
             ratio=extrapolation_ratio(accs, cfg.tolerance)))
-    return ExtrapolationResult(
+    return ExtrapolateResult(
         length=cfg.length, multiples=list(cfg.multiples), tolerance=cfg.tolerance,
         noise=cfg.noise, steps=cfg.steps, preset=cfg.preset, n_eval=cfg.n_eval,
         schemes=schemes, bam_claim=BAM_CLAIM, wall_s=round(wall, 1),
         chance=float(table["chance"].iloc[0]))
 
 
-def _write(cfg: ExtrapolationConfig, res: ExtrapolationResult, table: pd.DataFrame) -> None:
+def _write(cfg: ExtrapolateConfig, res: ExtrapolateResult, table: pd.DataFrame) -> None:
     from .report import write_report
 
     write_run(cfg, res, dtype="float32", tables={"table.parquet": table, "table.csv": table},

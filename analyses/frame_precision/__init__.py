@@ -1,7 +1,14 @@
 """``bayesgeom frame-precision RUN_DIR``: does the attention frame settle before the precision
 of the posterior? (spec §1.9; :mod:`analyses.frame_precision.run`)."""
 
-from ..kit.experiment import Experiment, package_exports
+from typing import TYPE_CHECKING
+
+from ...records.lazy import lazy_exports
+from ..kit.experiment import Experiment
+
+if TYPE_CHECKING:
+    from .config import FramePrecisionConfig
+    from .run import run_frame_precision
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "frame-precision",
@@ -9,6 +16,6 @@ EXPERIMENTS = (Experiment.in_package(
     "mass) against precision (MAE, value manifold) over dense checkpoints",
     "FramePrecisionConfig", "run_frame_precision"),)
 
-#: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"FramePrecisionConfig": "config", "run_frame_precision": "run"}
-__all__, __getattr__ = package_exports(__name__, EXPORTS)
+__all__ = ["EXPERIMENTS", "FramePrecisionConfig", "run_frame_precision"]
+#: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
+__getattr__ = lazy_exports(__name__)

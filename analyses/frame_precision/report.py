@@ -25,9 +25,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import Finding, findings_text
 from ..kit.html import COLORS, html_report, readable
-from ..kit.numbers import num
+from ..kit.numbers import num, sig
 from .result import PER_LAYER, PRECISION_METRICS, FramePrecisionResult
 
 #: headline precision metrics drawn (the MAE on its log scale)
@@ -149,10 +149,6 @@ def figure(table: pd.DataFrame, s: FramePrecisionResult) -> go.Figure:
     return fig
 
 
-def _n(x: float | None, nd: int = 4) -> str:
-    return num(x, nd, "g")
-
-
 def format_summary(s: FramePrecisionResult) -> str:
     """The verdict table (:func:`findings`), then the per-metric view (:func:`details_text`)."""
     return findings_text(findings(s)) + "\n\n" + details_text(s)
@@ -167,11 +163,11 @@ def details_text(s: FramePrecisionResult) -> str:
     for group, metrics in (("frame", s.frame_metrics), ("precision", PRECISION_METRICS)):
         for k in metrics:
             p = s.plateau_steps.get(k)
-            lines.append(f"{k:<26} {group:<9} {_n(s.init_values.get(k)):>9} "
-                         f"{_n(s.final_values.get(k)):>9} {'n/a' if p is None else p:>8}")
+            lines.append(f"{k:<26} {group:<9} {num(s.init_values.get(k), 4, 'g'):>9} "
+                         f"{num(s.final_values.get(k), 4, 'g'):>9} {'n/a' if p is None else p:>8}")
     lines.append("(key_abs_cos: Paper I's layer-0 token-key mean |cos| on E_tok[0..V−1], the "
-                 f"bijection's key tokens; of Gaussian keys: {_n(s.key_abs_cos_gaussian)}; MAE: "
-                 "per-sample, bits)")
+                 "bijection's key tokens; of Gaussian keys: "
+                 f"{num(s.key_abs_cos_gaussian, 4, 'g')}; MAE: per-sample, bits)")
     lines.append(f"frame plateaus at step {s.frame_plateau_step} (latest of "
                  f"{', '.join(s.frame_metrics)}); precision (log10 MAE) at step "
                  f"{s.precision_plateau_step} -> frame before precision: "

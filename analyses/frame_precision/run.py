@@ -19,7 +19,7 @@ training), read at the prediction positions (sepvocab: the keys 0, 2, …, 2L−
   embeddings of Paper I's token set E_tok[0..V−1] -- the bijection's V key tokens, not its
   value (hypothesis-slice) tokens -- through each head's W_K (+ b), mean |off-diagonal cosine|
   over token pairs, mean over heads (:func:`probes.token_key_orthogonality`,
-  :func:`analyses.geometry.probes.paper1_token_ids`); control ``key_abs_cos_gaussian`` =
+  :func:`windtunnel.bijection.paper1_token_ids`); control ``key_abs_cos_gaussian`` =
   √(2/(π·d_head)), the level of independent Gaussian keys.
 * Attention mass on the feasible set (bijection only; another task is a usage error). At
   prediction position p, whose token is key k, the causal row covers positions j ≤ p. A
@@ -68,12 +68,12 @@ from ...probes.attention_rows import attention_mass, content_masks, js_divergenc
 from ...probes.plateau import plateau_step
 from ...windtunnel import TaskBatch, TokenTask
 from ...windtunnel.architectures import ATTENTION_ARCHS, build_model
+from ...windtunnel.bijection import paper1_token_ids
 from ...windtunnel.checkpoint import CHECKPOINTS, DENSE
 from ...windtunnel.evaluate import evaluate
 from ...windtunnel.runs import read_run
 from ...windtunnel.seeds import Purpose, stream
 from ...windtunnel.training import TrainConfig
-from ..geometry.probes import paper1_token_ids
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model
 from ..kit.out_dirs import claim

@@ -1,11 +1,19 @@
 """``bayesgeom geometry``: Paper III value/key/attention geometry of one model."""
 
-from ..kit.experiment import Experiment, package_exports
+from typing import TYPE_CHECKING
+
+from ...records.lazy import lazy_exports
+from ..kit.experiment import Experiment
+
+if TYPE_CHECKING:
+    from .config import GeometryConfig
+    from .result import GeometryResult
+    from .run import run_geometry
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "geometry", "Paper III value/key/attention geometry on real text",
     "GeometryConfig", "run_geometry"),)
 
-#: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"GeometryConfig": "config", "GeometryResult": "result", "run_geometry": "run"}
-__all__, __getattr__ = package_exports(__name__, EXPORTS)
+__all__ = ["EXPERIMENTS", "GeometryConfig", "GeometryResult", "run_geometry"]
+#: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
+__getattr__ = lazy_exports(__name__)

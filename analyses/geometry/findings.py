@@ -35,8 +35,9 @@ import math
 from ...probes import POSITION_CONFOUND_R2
 from ...probes.bootstrap import EXCLUDES_NOTE, excludes
 from ...probes.validation_criteria import CriteriaThresholds
-from ..kit.findings import Finding, sig
+from ..kit.findings import Finding
 from ..kit.learned import gate
+from ..kit.numbers import sig
 from .result import GeometryResult, abs_interval
 
 NAN = math.nan

@@ -21,6 +21,7 @@ from ...probes import (
     token_key_orthogonality,
     value_manifold_summary,
 )
+from ...windtunnel.bijection import paper1_token_ids
 from .measures import CORE_SPECS, Measure, MetricSpec, SetData
 from .result import MetricRow
 
@@ -96,16 +97,6 @@ PAPER_I_KEY_DEF = ("Paper I's token-key orthogonality (spec §1.9, qkv_analysis.
                    "layer 0 -- the raw embeddings of tokens 0..V−1, the bijection's V key "
                    "tokens -- per head, mean |off-diagonal cos|, mean over heads; bijection "
                    "only; Gaussian control √(2/(π·d_k))")
-
-
-def paper1_token_ids(task: object) -> list[int] | None:
-    """Paper I's token set E_tok[0..V−1]: on the bijection its V key tokens 0..V−1
-    (``describe_tokens()["keys"]``); None for another task, where tokens 0..V−1 are not a
-    hypothesis set."""
-    if getattr(task, "name", None) != "bijection":
-        return None
-    lo, hi = task.describe_tokens()["keys"]  # type: ignore[attr-defined]
-    return list(range(lo, hi + 1))
 
 
 def token_key_rows(model: interp.InterpModel, layers: list[int]) -> list[MetricRow]:

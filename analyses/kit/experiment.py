@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -71,29 +70,6 @@ class Later:
 def resolve(obj: Any) -> Any:
     """``obj``, or what it refers to when it is a :class:`Later`."""
     return obj.get() if isinstance(obj, Later) else obj
-
-
-def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for ``package`` (its ``__name__``) importing each of ``names``
-    (name -> its submodule) on first use, so that importing the package stays cheap."""
-    module = sys.modules[package]  # the package being initialised
-
-    def __getattr__(name: str) -> Any:
-        if name not in names:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = Later(f"{package}.{names[name]}", name).get()
-        setattr(module, name, value)
-        return value
-
-    return __getattr__
-
-
-def package_exports(package: str, names: Mapping[str, str],
-                    ) -> tuple[list[str], Callable[[str], Any]]:
-    """``(__all__, __getattr__)`` of an experiment folder ``package``: ``EXPERIMENTS`` and
-    ``names`` (name -> its submodule), each imported on first use (:func:`lazy_exports`), so
-    listing the commands imports no torch."""
-    return ["EXPERIMENTS", *names], lazy_exports(package, names)
 
 
 class Experiment:

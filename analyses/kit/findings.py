@@ -24,29 +24,11 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
-from typing import Any
+
+from .numbers import sig
 
 #: how a verdict reads, by ``Finding.survives``
 VERDICTS = {True: "survives", False: "does not survive", None: "no verdict"}
-
-
-def sig(x: Any, digits: int = 3) -> str:
-    """``x`` to ``digits`` significant figures; whole thousands and above with separators
-    (``12,345``); ``"undefined"`` for a missing or non-finite value.
-
-    Example:
-        >>> sig(0.0123456), sig(2.0), sig(12345.6), sig(float("nan")), sig(-1.5e-7)
-        ('0.0123', '2', '12,346', 'undefined', '-1.5e-07')
-    """
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return "undefined"
-    if not math.isfinite(v):
-        return "undefined"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}g}"
 
 
 @dataclass(frozen=True)

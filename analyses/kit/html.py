@@ -30,7 +30,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ...records import json_safe, write_text
-from .findings import Finding, findings_html, sig
+from .findings import Finding, findings_html
+from .numbers import sig
 
 #: line colours of the reports' figures, in order of first appearance
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")

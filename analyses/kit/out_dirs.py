@@ -33,4 +33,5 @@ def claim(cfg: Any, model: Any | None = None) -> RunDir:
     settings = run_settings(cfg)
     if model is not None:
         settings["model_run"] = {"name": model.info.name, "weights": model.weights_digest()}
-    return RunDir(cfg.out, cfg.experiment, settings, restart=bool(getattr(cfg, "restart", False)))
+    return RunDir(cfg.out, cfg.experiment, settings, restart=bool(getattr(cfg, "restart", False)),
+                  formerly=getattr(cfg, "formerly", ()))

@@ -69,6 +69,9 @@ class RunOptions:
     #: the experiment's name in its run record (``run.json``) and its default ``out``
     #: (``runs/<experiment>``), set by the class statement's ``experiment=``
     experiment: ClassVar[str] = ""
+    #: the names its run records held before a rename (``formerly=``): such a folder is still
+    #: read, resumed and reused as this experiment's
+    formerly: ClassVar[tuple[str, ...]] = ()
 
     out: Path = out_option("runs/run", "output directory (a rerun resumes an unfinished run "
                            "and reuses the finished parts that still match)")
@@ -76,9 +79,9 @@ class RunOptions:
     restart: bool = restart_option()
 
     def __init_subclass__(cls, experiment: str | None = None, required_out: bool = True,
-                          **defaults: Any) -> None:
+                          formerly: tuple[str, ...] = (), **defaults: Any) -> None:
         """``experiment``: the name in the run record (and ``out``'s default
-        ``runs/<experiment>``);
+        ``runs/<experiment>``); ``formerly``: the names it had in run records before a rename;
         ``required_out=False``: ``--out`` may be left out on the command line; ``defaults``:
         field name -> this config's default for an inherited option."""
         super().__init_subclass__()
@@ -87,7 +90,7 @@ class RunOptions:
                 raise TypeError(f"{cls.__name__}: defaults ({', '.join(defaults)}) need "
                                 "experiment=")
             return
-        cls.experiment = experiment
+        cls.experiment, cls.formerly = experiment, tuple(formerly)
         own = dict(inspect.get_annotations(cls))
         if "out" not in own:  # a config that declares its own out keeps it
             defaults.setdefault("out", Path("runs") / experiment)
@@ -110,7 +113,7 @@ class RunOptions:
         line), or :class:`records.RunDirError` where ``out`` cannot hold this run (a file, a
         folder of other files, another experiment's run; :func:`records.check_out`)."""
         check_options(self, self.error)
-        check_out(self.out, self.experiment)
+        check_out(self.out, self.experiment, self.formerly)
         if isinstance(self, ModelOptions):
             check_embedded(self.model, self.error)
 

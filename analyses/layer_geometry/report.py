@@ -16,9 +16,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import Finding, findings_text
 from ..kit.html import COLORS, html_report
-from ..kit.numbers import num
+from ..kit.numbers import num, sig
 from .result import LayerGeometryResult, LayerMetrics
 
 #: metric -> (panel title, y-axis range or None)
@@ -110,10 +110,6 @@ def wide_table(table: pd.DataFrame) -> pd.DataFrame:
     return w[cols]
 
 
-def _n(x: float | None, nd: int = 3) -> str:
-    return num(x, nd)
-
-
 def _gaps(value: float, controls: dict[str, float]) -> str:
     """"gap +x over the random-init twin, …" for each finite control."""
     out = [f"gap {value - v:+.3g} over {name}" for name, v in controls.items()
@@ -175,20 +171,20 @@ def summary_table(res: LayerGeometryResult) -> str:
     steps = "?" if res.steps is None else f"{res.steps:,}"
     lines = [f"{res.model} · {res.arch} on {res.task} · {steps} steps · {res.params:,} params",
              f"{res.n_sequences} held-out sequences × {res.n_positions} positions = "
-             f"{res.n_rows} rows; entropy MAE trained {_n(c['trained'].entropy_mae_bits, 4)}"
-             f" bits, random init {_n(c['random_init'].entropy_mae_bits, 4)} bits",
+             f"{res.n_rows} rows; entropy MAE trained {num(c['trained'].entropy_mae_bits, 4)}"
+             f" bits, random init {num(c['random_init'].entropy_mae_bits, 4)} bits",
              "cells: trained / random init (position only; shuffled target for R², sil)",
              f"{'layer':<5} {'PC1':>13} {'dim90':>7} {'max|r(PC,H)| (i)':>19} "
              f"{'R²(H)':>20} {'silhouette':>20}"]
     for lm, tw in zip(c["trained"].layers, c["random_init"].layers, strict=True):
         lines.append(
-            f"{lm.layer:<5} {_n(lm.pc1_ratio)}/{_n(tw.pc1_ratio)} {lm.dim90:>3}/{tw.dim90:<3} "
-            f"{_n(lm.max_abs_corr_pc_h)} ({lm.max_corr_pc})/{_n(tw.max_abs_corr_pc_h)} "
-            f"{_n(lm.linear_r2_h):>6}/{_n(tw.linear_r2_h):>6} ({_n(lm.linear_r2_h_shuffled)})"
-            f" {_n(lm.silhouette_argmax):>6}/{_n(tw.silhouette_argmax):>6} "
-            f"({_n(lm.silhouette_argmax_shuffled)})")
-    lines.append(f"position only: R²(H) {_n(pos.linear_r2_h)}, silhouette "
-                 f"{_n(pos.silhouette_argmax)}")
+            f"{lm.layer:<5} {num(lm.pc1_ratio)}/{num(tw.pc1_ratio)} {lm.dim90:>3}/{tw.dim90:<3} "
+            f"{num(lm.max_abs_corr_pc_h)} ({lm.max_corr_pc})/{num(tw.max_abs_corr_pc_h)} "
+            f"{num(lm.linear_r2_h):>6}/{num(tw.linear_r2_h):>6} ({num(lm.linear_r2_h_shuffled)})"
+            f" {num(lm.silhouette_argmax):>6}/{num(tw.silhouette_argmax):>6} "
+            f"({num(lm.silhouette_argmax_shuffled)})")
+    lines.append(f"position only: R²(H) {num(pos.linear_r2_h)}, silhouette "
+                 f"{num(pos.silhouette_argmax)}")
     ref = res.paper_hmm.get(res.arch)
     if ref and res.task == "hmm":
         lines.append(f"Paper I v3 ({res.arch}, HMM, final layer): R²(H) "

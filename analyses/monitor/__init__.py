@@ -1,7 +1,15 @@
 """``bayesgeom monitor``: the monitoring checklist of one model as a pass/fail table, every
 threshold an option and printed, each check beside its control."""
 
-from ..kit.experiment import Experiment, package_exports
+from typing import TYPE_CHECKING
+
+from ...records.lazy import lazy_exports
+from ..kit.experiment import Experiment
+
+if TYPE_CHECKING:
+    from .config import MonitorConfig
+    from .result import MonitorResult
+    from .run import run_monitor
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "monitor",
@@ -10,6 +18,6 @@ EXPERIMENTS = (Experiment.in_package(
     "thresholds",
     "MonitorConfig", "run_monitor"),)
 
-#: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"MonitorConfig": "config", "MonitorResult": "result", "run_monitor": "run"}
-__all__, __getattr__ = package_exports(__name__, EXPORTS)
+__all__ = ["EXPERIMENTS", "MonitorConfig", "MonitorResult", "run_monitor"]
+#: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
+__getattr__ = lazy_exports(__name__)

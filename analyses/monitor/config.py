@@ -1,7 +1,7 @@
 """The options of ``bayesgeom monitor``: :class:`MonitorConfig`, each declared once, and its
 ``check()``, which the command line runs before the run module is imported: this module imports
 no torch, transformers, pandas, scipy or plotly, so a bad option or ``--out`` is refused at
-once, with nothing loaded (``tests/analyses/test_validate_first.py``)."""
+once, with nothing loaded (``tests/analyses/cli/test_validate_first.py``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...records import RunDirError, check_out, option, seed_option
+from ..extrapolate.config import ExtrapolateConfig
 from ..kit.errors import ExperimentError
 from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded
 from ..prompts.corpora import DOMAINS
@@ -66,7 +67,9 @@ class MonitorConfig(ModelOptions, Batched, Seeded, RunOptions, experiment="monit
                                   f"choose two of {', '.join(DOMAINS)}")
         if self.extrapolation is not None:  # before any sub-run: it is read only at the end
             try:
-                why = "" if check_out(self.extrapolation, "extrapolation") else "it is empty"
+                rec = check_out(self.extrapolation, ExtrapolateConfig.experiment,
+                                ExtrapolateConfig.formerly)
+                why = "" if rec else "it is empty"
             except RunDirError as e:
                 why = str(e).split(";")[0]
             if why:

@@ -16,9 +16,9 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import Finding, findings_text
 from ..kit.html import html_report
-from ..kit.numbers import cell
+from ..kit.numbers import cell, sig
 from .result import FAIL, NOT_MEASURABLE, PASS, CheckRow, MonitorResult
 
 #: cell colour per status

@@ -65,12 +65,9 @@ from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
 from ..prompts.pool import PoolError
-from ..verify.result import ConsistencyResult
-from ..verify.run import ConsistencyConfig, prompts_for, read_model, run_consistency
-from .config import THRESHOLDS, MonitorConfig, _threshold  # noqa: F401 (re-exported)
-from .result import (
-    CheckRow,
-    MonitorResult,
+from ..verify.result import VerifyResult
+from ..verify.run import VerifyConfig, prompts_for, read_model, run_verify
+from .checks import (
     convergence_row,
     extrapolation_row,
     key_row,
@@ -78,6 +75,8 @@ from .result import (
     separation_row,
     unmeasurable_posterior_rows,
 )
+from .config import THRESHOLDS, MonitorConfig, _threshold  # noqa: F401 (re-exported)
+from .result import CheckRow, MonitorResult
 
 T = TypeVar("T")
 
@@ -96,7 +95,7 @@ def _reused(parts: Parts, name: str, sub: Any, m: interp.InterpModel, cls: type[
     return res
 
 
-def _coverages(parts: Parts, m: interp.InterpModel, vcfg: ConsistencyConfig,
+def _coverages(parts: Parts, m: interp.InterpModel, vcfg: VerifyConfig,
                restart: bool) -> dict[str, float]:
     """Mean coverage of the model, its random-init twin and the uniform distribution on
     verify's prompts (the logits at each prompt's last position, read once and kept)."""
@@ -131,12 +130,12 @@ def _key_check(cfg: MonitorConfig, parts: Parts, m: interp.InterpModel) -> Check
 
 def _posterior_checks(cfg: MonitorConfig, parts: Parts, m: interp.InterpModel,
                       ) -> list[CheckRow]:
-    sub = ConsistencyConfig(model=cfg.model, out=_sub(cfg, "verify"),
+    sub = VerifyConfig(model=cfg.model, out=_sub(cfg, "verify"),
                             n_prompts=cfg.verify_prompts, n_per_k=cfg.n_per_k,
                             n_null=cfg.n_null, seed=cfg.seed, batch_size=cfg.batch_size,
                             progress=cfg.progress, restart=cfg.restart)
     try:
-        res = _reused(parts, "verify", sub, m, ConsistencyResult, run_consistency,
+        res = _reused(parts, "verify", sub, m, VerifyResult, run_verify,
                       cfg.restart)
         cov = _coverages(parts, m, sub, cfg.restart)
     except ExperimentError as e:

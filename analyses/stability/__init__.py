@@ -2,7 +2,15 @@
 long_recall model (or passkey retrieval in a text model) against sequence length, a fitted
 accuracy decay curve and the critical length."""
 
-from ..kit.experiment import Experiment, package_exports
+from typing import TYPE_CHECKING
+
+from ...records.lazy import lazy_exports
+from ..kit.experiment import Experiment
+
+if TYPE_CHECKING:
+    from .config import StabilityConfig
+    from .result import StabilityResult
+    from .run import run_stability
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "stability",
@@ -10,6 +18,6 @@ EXPERIMENTS = (Experiment.in_package(
     "curve and the critical length with its interval",
     "StabilityConfig", "run_stability"),)
 
-#: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"StabilityConfig": "config", "StabilityResult": "result", "run_stability": "run"}
-__all__, __getattr__ = package_exports(__name__, EXPORTS)
+__all__ = ["EXPERIMENTS", "StabilityConfig", "StabilityResult", "run_stability"]
+#: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
+__getattr__ = lazy_exports(__name__)

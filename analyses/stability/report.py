@@ -21,8 +21,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ...probes.decay_fit import AT_FLOOR, NOT_CROSSED, decay_curve
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import Finding, findings_text
 from ..kit.html import COLORS, html_report
+from ..kit.numbers import sig
 from .result import LengthSummary, StabilityResult
 
 #: the criterion of a claim the run has no test for

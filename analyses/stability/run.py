@@ -62,11 +62,10 @@ from tqdm.auto import tqdm
 from ... import interp
 from ...probes.attention_entropy import attention_entropy_bits
 from ...probes.decay_fit import CriticalLength, bootstrap_critical_length
-from ...windtunnel.long_eval import position_limit
+from ...windtunnel.long_eval import position_limit, score_sequences
 from ...windtunnel.runs import find_run
 from ...windtunnel.seeds import Purpose, stream
 from ..detect.run import DetectConfig, head_frames
-from ..extrapolate.run import score_sequences
 from ..kit.errors import ExperimentError
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
@@ -123,7 +122,7 @@ def key_orthogonality(m: interp.InterpModel, tokens: torch.Tensor, cfg: Stabilit
 
 def score_passkey(m: interp.InterpModel, length: int, cfg: StabilityConfig,
                   ) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
-    """:func:`score_sequences` for a text model on passkey prompts
+    """:func:`windtunnel.long_eval.score_sequences` for a text model on passkey prompts
     (:mod:`analyses.prompts.passkey`): the posterior is a point mass on the key's first digit,
     so KL = −log2 p_model(digit) and the entropy error is H_model (bits, over the ten digits)."""
     ids, cols = [], {k: [] for k in ("correct", "kl_bits", "entropy_abs_err_bits",

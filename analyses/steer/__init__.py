@@ -1,11 +1,19 @@
 """``bayesgeom steer``: causal tests of the entropy axis against control directions."""
 
-from ..kit.experiment import Experiment, package_exports
+from typing import TYPE_CHECKING
+
+from ...records.lazy import lazy_exports
+from ..kit.experiment import Experiment
+
+if TYPE_CHECKING:
+    from .config import SteerConfig
+    from .result import SteerResult
+    from .run import run_steer
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "steer", "cut / keep / shift the entropy axis vs random directions",
     "SteerConfig", "run_steer"),)
 
-#: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"SteerConfig": "config", "SteerResult": "result", "run_steer": "run"}
-__all__, __getattr__ = package_exports(__name__, EXPORTS)
+__all__ = ["EXPERIMENTS", "SteerConfig", "SteerResult", "run_steer"]
+#: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
+__getattr__ = lazy_exports(__name__)

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 
-from ..kit.findings import Finding, sig
+from ..kit.findings import Finding
 from ..kit.learned import gate
+from ..kit.numbers import sig
 from .result import EffectStat, SteerResult
 from .stats import PRIMARY_EFFECT, PRIMARY_METRIC, p_text
 

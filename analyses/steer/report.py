@@ -13,6 +13,7 @@ from ...probes.energy_controls import EFFECTIVE_FLOOR, ENERGY_TOLERANCE
 from ...probes.null_test import NORMALITY_ALPHA
 from ..kit.findings import findings_text
 from ..kit.html import html_report
+from ..kit.numbers import MISSING, num, signed
 from .figures import DOSE_CAPTION, GROUP_CAPTION, dose_response, per_group
 from .findings import findings
 from .result import EffectStat, SteerResult
@@ -131,7 +132,7 @@ def write_report(path: Path, result: SteerResult, table: pd.DataFrame,
     c = result.clean
     intro = (f"{result.model} on {result.task} ({result.n_prompts} prompts). "
              + setup_text(result) + f" Clean: calibration MAE {c.mae:.3f} bits, "
-             f"corr(H_model, H_Bayes) {_f(c.corr, 3)}, KL(Bayes ‖ model) {c.kl_bayes:.3f} "
+             f"corr(H_model, H_Bayes) {signed(c.corr)}, KL(Bayes ‖ model) {c.kl_bayes:.3f} "
              "bits. " + survival_text(result) + "".join(f" Note: {n}" for n in result.notes))
     return html_report(path, f"bayesgeom steer: {result.model}", findings(result), [
         ("Set-up", intro),
@@ -200,9 +201,9 @@ def setup_line(s: SteerResult) -> str:
             f"{s.n_random} {s.null} controls · edit {s.edit_space}"
             + (" · next-token metrics on the hypothesis tokens only"
                if s.vocabulary == "hypotheses" else "") + "\n"
-            f"clean: MAE {_f(c.mae)} bits, corr(H_model, H_Bayes) {_f(c.corr)}, "
-            f"KL(Bayes‖model) {_f(c.kl_bayes)} bits, axis corr "
-            + ", ".join(f"L{k} {_f(v)}" for k, v in c.axis_corr.items())
+            f"clean: MAE {signed(c.mae)} bits, corr(H_model, H_Bayes) {signed(c.corr)}, "
+            f"KL(Bayes‖model) {signed(c.kl_bayes)} bits, axis corr "
+            + ", ".join(f"L{k} {signed(v)}" for k, v in c.axis_corr.items())
             + "; controls: " + controls_text(s))
 
 
@@ -221,12 +222,15 @@ def details_frame(s: SteerResult) -> pd.DataFrame:
     rows = []
     for cond, effs in s.headline.items():
         for eff, mets in effs.items():
-            def val(k: str, nd: int = 3, mets: dict = mets) -> str:
-                return _f(mets[k].axis, nd) if k in mets else "n/a"
+            def val(k: str, nd: int | None = None, mets: dict = mets) -> str:
+                """The axis effect ``k``: signed to 3 decimals, or to ``nd`` unsigned."""
+                if k not in mets:
+                    return MISSING
+                return signed(mets[k].axis) if nd is None else num(mets[k].axis, nd)
 
             def p(k: str, mets: dict = mets) -> str:
                 r = mets.get(k)
-                return "n/a" if r is None else p_text(r.p, r.n_null, r.at_floor)
+                return MISSING if r is None else p_text(r.p, r.n_null, r.at_floor)
 
             st = mets.get("d_kl_bayes") or next(iter(mets.values()), _NONE)
             ratio = (f"{st.energy_ratio_min:.3f}" if abs(st.energy_ratio_max
@@ -238,8 +242,8 @@ def details_frame(s: SteerResult) -> pd.DataFrame:
                          "KL→clean (bits)": val("kl_clean"), "p KL→clean": p("kl_clean"),
                          "flips": val("top1_flip", 2), "Δaxis corr": val("d_axis_corr", 2),
                          "ΔP3 read-out": val("d_axis_proj_corr", 2),
-                         "energy axis": _f(st.energy_axis, 4), "ctrl/axis": ratio,
-                         "n_eff": _f(st.n_effective, 1)})
+                         "energy axis": num(st.energy_axis, 4), "ctrl/axis": ratio,
+                         "n_eff": num(st.n_effective, 1)})
     return pd.DataFrame(rows)
 
 
@@ -260,10 +264,3 @@ def details_text(s: SteerResult) -> str:
     notes = [f"note: {n}" for n in s.notes]
     return "\n".join([*lines, caveats, *notes] if caveats else [*lines, *notes])
 
-
-def _f(x: float | None, nd: int = 3) -> str:
-    if x is None or (isinstance(x, float) and not np.isfinite(x)):
-        return "n/a"
-    if nd == 3 and 0 < abs(x) < 5e-4:
-        return f"{x:+.1e}"  # effects below the printed precision stay visible
-    return f"{x:+.{nd}f}" if nd == 3 else f"{x:.{nd}f}"

@@ -64,6 +64,7 @@ from ...probes.effective_number import effect_effective_number
 from ...probes.energy_controls import EFFECTIVE_FLOOR, ENERGY_TOLERANCE
 from ...probes.multiple_testing import holm_reach
 from ...probes.null_test import NORMALITY_ALPHA, normality_p, predictive_p
+from ..kit.numbers import num
 from .config import controls_needed  # noqa: F401 (re-exported)
 from .result import ControlSet
 from .scores import DELTA_METRICS, LAYER_METRICS, RELATIVE_METRICS
@@ -237,7 +238,7 @@ def p_text(p: float, n_null: int, at_floor: bool) -> str:
     """
     if at_floor:
         return f"≤ 1/{n_null + 1}"
-    return "n/a" if not np.isfinite(p) else f"{p:.3f}"
+    return num(p, 3)
 
 
 def controls_adequate(controls: dict[str, ControlSet], effects: pd.DataFrame) -> bool:

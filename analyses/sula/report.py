@@ -16,8 +16,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ...infotheory import calibration
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import Finding, findings_text
 from ..kit.html import COLORS, html_report
+from ..kit.numbers import sig
 from .result import SulaCondition, SulaResult
 
 #: what to look for in :func:`calibration_figure`

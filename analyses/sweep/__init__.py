@@ -2,7 +2,15 @@
 failed; the others still run and are aggregated). ``--config FILE`` (TOML or JSON) gives any
 option by its field name; flags given on the command line override it."""
 
-from ..kit.experiment import Experiment, Later, package_exports
+from typing import TYPE_CHECKING
+
+from ...records.lazy import lazy_exports
+from ..kit.experiment import Experiment, Later
+
+if TYPE_CHECKING:
+    from .config import SweepConfig
+    from .result import SweepCell, SweepResult
+    from .run import run_sweep
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "sweep",
@@ -13,7 +21,6 @@ EXPERIMENTS = (Experiment.in_package(
     prepare=Later(f"{__name__}.config_file", "config_file_values"),
     failed=lambda r: bool(r.failed)),)
 
-#: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"SweepCell": "result", "SweepConfig": "config", "SweepResult": "result",
-           "run_sweep": "run"}
-__all__, __getattr__ = package_exports(__name__, EXPORTS)
+__all__ = ["EXPERIMENTS", "SweepCell", "SweepConfig", "SweepResult", "run_sweep"]
+#: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
+__getattr__ = lazy_exports(__name__)

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ...records import file_sha256, read_json, write_json
-from ...windtunnel.task import TokenTask, make_token_task
+from ...windtunnel.task import TokenTask
+from ...windtunnel.task_registry import make_token_task
 
 #: the calibration metrics each extra evaluation adds (the final report's names)
 EVAL_METRICS = ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "tvd", "accuracy")

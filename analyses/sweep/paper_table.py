@@ -30,7 +30,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from ...windtunnel.baselines import HISTORY_FREE
-from ..kit.findings import sig
+from ..kit.numbers import sig
 
 MAE = "entropy_mae_bits"
 #: the headline metric per task where it is not the entropy MAE

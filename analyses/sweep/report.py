@@ -20,8 +20,9 @@ import plotly.graph_objects as go
 from scipy import stats
 
 from ...windtunnel.baselines import CHANCE, HISTORY_FREE
-from ..kit.findings import Finding, findings_text, sig
+from ..kit.findings import Finding, findings_text
 from ..kit.html import COLORS, html_report
+from ..kit.numbers import sig
 from .result import SweepResult
 
 GROUP = ("task", "arch", "preset")

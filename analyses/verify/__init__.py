@@ -1,15 +1,23 @@
 """``bayesgeom verify``: a model's attention (the headline) and output calibration against a
 task's exact posterior."""
 
-from ..kit.experiment import Experiment, package_exports
+from typing import TYPE_CHECKING
+
+from ...records.lazy import lazy_exports
+from ..kit.experiment import Experiment
+
+if TYPE_CHECKING:
+    from .config import VerifyConfig
+    from .result import VerifyResult
+    from .run import run_verify
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "verify",
     "Bayesian consistency: attention vs the exact posterior per head (headline, judged "
     "against selection-aware controls), "
     "output calibration beside it, with controls",
-    "ConsistencyConfig", "run_consistency"),)
+    "VerifyConfig", "run_verify"),)
 
-#: the package's names, each imported on first use (listing the commands imports no torch)
-EXPORTS = {"ConsistencyConfig": "config", "ConsistencyResult": "result", "run_consistency": "run"}
-__all__, __getattr__ = package_exports(__name__, EXPORTS)
+__all__ = ["EXPERIMENTS", "VerifyConfig", "VerifyResult", "run_verify"]
+#: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
+__getattr__ = lazy_exports(__name__)

@@ -1,7 +1,7 @@
-"""The options of ``bayesgeom verify``: :class:`ConsistencyConfig`, each declared once, and its
+"""The options of ``bayesgeom verify``: :class:`VerifyConfig`, each declared once, and its
 ``check()``, which the command line runs before the run module is imported: this module imports
 no torch, transformers, pandas, scipy or plotly, so a bad option or ``--out`` is refused at
-once, with nothing loaded (``tests/analyses/test_validate_first.py``)."""
+once, with nothing loaded (``tests/analyses/cli/test_validate_first.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded, TwinSee
 
 
 @dataclass
-class ConsistencyConfig(ModelOptions, Batched, Seeded, TwinSeeded, RunOptions,
+class VerifyConfig(ModelOptions, Batched, Seeded, TwinSeeded, RunOptions,
                         experiment="verify", batch_size=32):
     """One verification (``model``: a Hub name, local directory or wind-tunnel run)."""
 

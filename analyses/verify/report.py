@@ -22,22 +22,14 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..kit.findings import VERDICTS, Finding, findings_text, sig
+from ..kit.findings import VERDICTS, Finding, findings_text
 from ..kit.html import COLORS, html_report
 from ..kit.learned import gate
-from .result import AttentionConsistency, ConsistencyResult
+from ..kit.numbers import fixed, pct, sig
+from .result import AttentionConsistency, VerifyResult
 
 #: the criterion of a claim the run has no test for
 RULE = "criterion: above both controls (monitor's beats-both rule); no significance test"
-
-
-def pct(x: float) -> str:
-    """A share as a percentage, two significant figures below 10 % (``0.0009`` ->
-    ``"0.09 %"``, ``0.22`` -> ``"22 %"``, ``1.0`` -> ``"100 %"``)."""
-    if x != x:
-        return "undefined"
-    v = 100 * x
-    return f"{v:.0f} %" if abs(v) >= 10 else f"{v:.2g} %"
 
 
 def selection_checks(a: AttentionConsistency) -> list[tuple[str, bool, str]]:
@@ -95,7 +87,7 @@ def _controls_text(a: AttentionConsistency) -> str:
     return "; ".join(parts)
 
 
-def _attention_finding(res: ConsistencyResult) -> Finding:
+def _attention_finding(res: VerifyResult) -> Finding:
     a = res.attention
     claim = ("attention weighs the shown hypotheses as the exact posterior does (best head's "
              "consistency, 1 − mean TV, probes.posterior_consistency; in-sample)")
@@ -118,7 +110,7 @@ def _gaps(g: list[float]) -> str:
     return "undefined" if len(g) != 2 else f"{g[0]:+.3g} to {g[1]:+.3g}"
 
 
-def _carrier_finding(res: ConsistencyResult) -> Finding:
+def _carrier_finding(res: VerifyResult) -> Finding:
     claim = ("heads carry the posterior (r of attention per shown hypothesis with the posterior, "
              "within-group permutation test, Holm over every head)")
     finite = [h for h in res.heads if h.r == h.r]
@@ -139,7 +131,7 @@ def _carrier_finding(res: ConsistencyResult) -> Finding:
                  + (f"; carriers {', '.join(res.carriers)}" if res.carriers else ""))
 
 
-def findings(res: ConsistencyResult) -> list[Finding]:
+def findings(res: VerifyResult) -> list[Finding]:
     """The verdict rows (module doc): attention consistency, posterior-carrying heads, output
     calibration."""
     out = {o.source: o for o in res.outputs}
@@ -199,16 +191,12 @@ def deviation_figure(groups: pd.DataFrame, group_name: str, column: str, what: s
     return fig
 
 
-def _n(x: float, digits: int = 3) -> str:
-    return "undefined" if x != x else f"{x:.{digits}f}"
-
-
-def format_summary(res: ConsistencyResult) -> str:
+def format_summary(res: VerifyResult) -> str:
     """The verdict table (:func:`findings`), then the per-head view (:func:`details_text`)."""
     return findings_text(findings(res)) + "\n\n" + details_text(res)
 
 
-def details_text(res: ConsistencyResult) -> str:
+def details_text(res: VerifyResult) -> str:
     """The headline with its controls, output calibration per source and the top heads."""
     a = res.attention
     lines = [f"{res.model} on {res.task} · {res.n_prompts} prompts, {res.n_hypotheses} "
@@ -216,8 +204,8 @@ def details_text(res: ConsistencyResult) -> str:
              "ATTENTION–POSTERIOR CONSISTENCY (headline): per head 1 − mean TV between its "
              "attention mass over the shown hypotheses, renormalised, and the exact posterior "
              "renormalised over them",
-             f"  best head {a.best_head or '—'}: {_n(a.consistency)} · random-init twin's best "
-             f"head {_n(a.random_init)} · uniform attention {_n(a.uniform)}",
+             f"  best head {a.best_head or '—'}: {fixed(a.consistency)} · random-init twin's best "
+             f"head {fixed(a.random_init)} · uniform attention {fixed(a.uniform)}",
              f"  defined on {a.n_defined} of {res.n_prompts} prompts"
              + (f" (mean posterior mass on the shown hypotheses {a.shown_posterior_mass:.3f})"
                 if a.n_defined else "")]
@@ -225,21 +213,21 @@ def details_text(res: ConsistencyResult) -> str:
         lines.append(f"  undefined: {a.reason}")
     else:
         q = a.head_quantiles
-        lines.append(f"  over heads: 10/50/90 % = {_n(q[0])} / {_n(q[1])} / {_n(q[2])}; best "
-                     "per layer: " + ", ".join(f"L{L} {_n(v)}" for L, v in
+        lines.append(f"  over heads: 10/50/90 % = {fixed(q[0])} / {fixed(q[1])} / "
+                     f"{fixed(q[2])}; best per layer: " + ", ".join(f"L{L} {fixed(v)}" for L, v in
                                                 zip(a.layers, a.layer_best, strict=True)))
     if a.consistency == a.consistency:
         survives, why = headline_verdict(a)
         lines += ["SELECTION-AWARE CONTROLS (they decide the headline's verdict)",
-                  f"  in-sample best {_n(a.consistency)} ({a.best_head}); cross-fitted "
-                  f"held-out {_n(a.held_out)} (range over {a.n_splits} splits "
-                  f"{_gaps(a.held_out_range)}; the twin's {_n(a.held_out_twin)}; halves vs "
+                  f"  in-sample best {fixed(a.consistency)} ({a.best_head}); cross-fitted "
+                  f"held-out {fixed(a.held_out)} (range over {a.n_splits} splits "
+                  f"{_gaps(a.held_out_range)}; the twin's {fixed(a.held_out_twin)}; halves vs "
                   f"uniform {_gaps(a.held_out_gaps)}; chosen head = {a.best_head} in "
                   f"{pct(a.pick_agreement)} of halves)"]
-        lines += [f"  best of {m.n_heads} {m.null}: {_n(m.mean)} ± {_n(m.sd)} over {m.n_draws} "
-                  f"draws ({sig(100 * (1 - a.alpha))} % quantile {_n(m.quantile)}); observed "
-                  f"best p {sig(m.p)}" for m in (a.random_heads, a.shuffled_heads)
-                  if m is not None]
+        lines += [f"  best of {m.n_heads} {m.null}: {fixed(m.mean)} ± {fixed(m.sd)} over "
+                  f"{m.n_draws} draws ({sig(100 * (1 - a.alpha))} % quantile "
+                  f"{fixed(m.quantile)}); observed best p {sig(m.p)}"
+                  for m in (a.random_heads, a.shuffled_heads) if m is not None]
         lines += [f"  attention on the hypothesis tokens: {a.best_head} {pct(a.best_head_mass)} "
                   f"of its row; uniform attention {pct(a.uniform_mass)}",
                   f"  verdict: {VERDICTS[survives]}; {why}"]
@@ -268,24 +256,24 @@ def details_text(res: ConsistencyResult) -> str:
     return "\n".join(lines)
 
 
-def selection_table(res: ConsistencyResult) -> pd.DataFrame:
+def selection_table(res: VerifyResult) -> pd.DataFrame:
     """The headline's controls, one a row: what it is, its number, whether it is beaten."""
     a = res.attention
     if a.consistency != a.consistency:
         return pd.DataFrame({"control": ["(undefined headline)"], "value": [a.reason],
                              "beaten": [""]})
-    rows = [("best head, in-sample (" + a.best_head + ")", _n(a.consistency), "—"),
+    rows = [("best head, in-sample (" + a.best_head + ")", fixed(a.consistency), "—"),
             ("its attention share on the hypothesis tokens", pct(a.best_head_mass), "—"),
             ("uniform attention's share on them", pct(a.uniform_mass), "—")]
     rows += [(name, how, "yes" if ok else "no") for name, ok, how in selection_checks(a)]
-    rows += [("the random-init twin's best head (in-sample)", _n(a.random_init),
+    rows += [("the random-init twin's best head (in-sample)", fixed(a.random_init),
               "yes" if a.consistency > a.random_init else "no"),
-             ("uniform attention (in-sample)", _n(a.uniform),
+             ("uniform attention (in-sample)", fixed(a.uniform),
               "yes" if a.consistency > a.uniform else "no")]
     return pd.DataFrame(rows, columns=["control", "value", "beaten"])
 
 
-def write_report(path: Path, res: ConsistencyResult, heads: pd.DataFrame, groups: pd.DataFrame,
+def write_report(path: Path, res: VerifyResult, heads: pd.DataFrame, groups: pd.DataFrame,
                  manifest: dict[str, Any]) -> Path:
     a, g = res.attention, res.group_name
     undefined = (f" Here the attention is undefined ({a.reason}), so the panel is empty."

@@ -110,7 +110,7 @@ class AttentionConsistency:
 
 
 @dataclass
-class ConsistencyResult:
+class VerifyResult:
     """What ``summary.json`` holds: ``attention`` (the headline), ``outputs`` (output
     calibration of the model, its random-init twin and the group-mean baseline), the heads and
     the heads that carry the posterior by the correlation test."""

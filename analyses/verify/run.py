@@ -84,11 +84,11 @@ from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
 from ..prompts.sula import model_posterior_prompts
-from .config import SULA_ONLY, ConsistencyConfig  # noqa: F401 (re-exported)
-from .result import AttentionConsistency, ConsistencyResult, HeadTracking, MaxControl, OutputScore
+from .config import SULA_ONLY, VerifyConfig  # noqa: F401 (re-exported)
+from .result import AttentionConsistency, HeadTracking, MaxControl, OutputScore, VerifyResult
 
 
-def prompts_for(m: interp.InterpModel, cfg: ConsistencyConfig) -> PosteriorPrompts:
+def prompts_for(m: interp.InterpModel, cfg: VerifyConfig) -> PosteriorPrompts:
     try:
         return model_posterior_prompts(m, task=cfg.task, n_prompts=cfg.n_prompts,
                                        seed=cfg.seed, labels=cfg.labels, n_per_k=cfg.n_per_k,
@@ -98,7 +98,7 @@ def prompts_for(m: interp.InterpModel, cfg: ConsistencyConfig) -> PosteriorPromp
 
 
 def read_model(m: interp.InterpModel, pp: PosteriorPrompts, layers: list[int],
-               cfg: ConsistencyConfig) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+               cfg: VerifyConfig) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     """(p_model [N, K] over the hypothesis tokens, patterns [N, H, W] per layer, tokens
     [N, W] padded with −1)."""
     tokens, _ = m.encode(pp.prompts)
@@ -135,7 +135,7 @@ class HeadReadings:
 
 
 def head_tracking(pats: list[np.ndarray], pats_twin: list[np.ndarray], tok: np.ndarray,
-                  pp: PosteriorPrompts, layers: list[int], cfg: ConsistencyConfig,
+                  pp: PosteriorPrompts, layers: list[int], cfg: VerifyConfig,
                   ) -> tuple[list[HeadTracking], HeadReadings]:
     """(one row per head, what the selection-aware controls read: :class:`HeadReadings`)."""
     rng = np.random.default_rng(cfg.seed)
@@ -188,7 +188,7 @@ def _range(x: np.ndarray) -> list[float]:
 
 
 def selection_controls(heads: list[HeadTracking], rd: HeadReadings, pp: PosteriorPrompts,
-                       count: np.ndarray, best: int, cfg: ConsistencyConfig) -> dict:
+                       count: np.ndarray, best: int, cfg: VerifyConfig) -> dict:
     """The selection-aware controls of the best head ``best`` (:mod:`probes.selection_control`):
     cross-fitted selection on the model's and the twin's heads (the same seeded splits,
     balanced within groups), and the best of as many random Dirichlet heads and of the model's
@@ -220,7 +220,7 @@ def selection_controls(heads: list[HeadTracking], rd: HeadReadings, pp: Posterio
 
 
 def attention_summary(heads: list[HeadTracking], rd: HeadReadings, pp: PosteriorPrompts,
-                      tok: np.ndarray, layers: list[int], cfg: ConsistencyConfig,
+                      tok: np.ndarray, layers: list[int], cfg: VerifyConfig,
                       ) -> tuple[AttentionConsistency, int | None]:
     """(the headline over ``heads`` with its selection-aware controls, the index of the best
     head in ``heads`` or None)."""
@@ -263,8 +263,8 @@ def score(source: str, bayes: np.ndarray, p: np.ndarray) -> OutputScore:
                        mean_kl_bits=float(kl.mean()))
 
 
-def run_consistency(cfg: ConsistencyConfig,
-                    model: interp.InterpModel | None = None) -> ConsistencyResult:
+def run_verify(cfg: VerifyConfig,
+                    model: interp.InterpModel | None = None) -> VerifyResult:
     """Run the verifier (module doc); write heads.parquet, groups.parquet, summary.json,
     manifest.json and report.html under ``cfg.out``."""
     cfg.check()
@@ -293,7 +293,7 @@ def run_consistency(cfg: ConsistencyConfig,
             ["best_head_attn_tv", "uniform_attn_tv", "tv", "kl_bits", "h_bayes_bits"]].describe(
             percentiles=[0.1, 0.5, 0.9])
         groups.columns = ["_".join(c) for c in groups.columns]
-        res = ConsistencyResult(
+        res = VerifyResult(
             model=m.info.name, task=pp.name, group_name=pp.group_name, n_prompts=len(pp),
             n_hypotheses=int(pp.bayes.shape[1]), attention=attention,
             outputs=[score("model", pp.bayes, p_model), score("random_init", pp.bayes, p_twin),
@@ -305,7 +305,7 @@ def run_consistency(cfg: ConsistencyConfig,
     return res
 
 
-def _write(cfg: ConsistencyConfig, m: interp.InterpModel, res: ConsistencyResult,
+def _write(cfg: VerifyConfig, m: interp.InterpModel, res: VerifyResult,
            groups: pd.DataFrame) -> None:
     from .report import write_report
 

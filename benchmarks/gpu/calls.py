@@ -183,7 +183,7 @@ def taps_call(m: interp.InterpModel, ps: list[list[int]]) -> Outputs:
 def verify_call(m: interp.InterpModel, ps: list[list[int]]) -> Outputs:
     """Per identity (controls included), the largest error over layers and heads, and the
     value-step gap |1 − ratio| per ε: ``dynamics verify`` without its run folder and report."""
-    from bayesgeom.analyses.dynamics.verify import head_errors, value_step_gaps
+    from bayesgeom.analyses.dynamics.verify.run import head_errors, value_step_gaps
     from bayesgeom.interp.attention_taps import attention_gradients, next_token_loss
 
     batch = m.batch(ps)

@@ -44,7 +44,7 @@ TOLERANCE = {"float32": 1e-4, "bfloat16": 5e-2}
 #: a bf16 quantity may also differ by this multiple of the CPU's own bf16 error vs float32
 BF16_NOISE_FACTOR = 2.0
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-#: ``dynamics verify``'s bound in float32 (VerifyConfig.bound)
+#: ``dynamics verify``'s bound in float32 (DynamicsVerifyConfig.bound)
 VERIFY_BOUND = 1e-4
 #: identities judged against the bound (the rest of verify's outputs are recorded only)
 VERIFY_JUDGED = ("attention_weight_grad", "routing_law", "score_rows_sum_zero", "value_grad",

@@ -1,7 +1,7 @@
 """The training-monitor hook of ``train``: it changes nothing of training, its columns join the
 metrics log and survive a resume bit for bit, and its options are checked before the run
 folder is touched. The monitor here is a plain one (windtunnel never imports the analyses'
-monitor; tests/analyses/test_dynamics_monitor.py runs that one)."""
+monitor; tests/analyses/dynamics/monitor/test_run.py runs that one)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,175 @@
+"""Every experiment checks all its arguments and its ``--out`` before any expensive work
+(issue 25): with no model available (an empty ``BAYESGEOM_CACHE``, the Hub offline) and every
+entry point that loads, converts, trains or captures replaced by a recorder, a bad argument is
+refused with one line and exit status 2 while nothing was called. The command line's
+validation path also imports no torch, transformers, pandas or scipy (a usage error answers in
+well under 2 s; ``benchmarks/cli_startup.py`` times it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import typing
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.kit.experiment import Later
+from bayesgeom.analyses.kit.options import _strip_optional
+from bayesgeom.analyses.registry import experiments
+from bayesgeom.records import declared
+
+#: (module, function): every way a command loads or converts a model, trains or captures
+EXPENSIVE = (("bayesgeom.analyses.kit.models", "open_model"),
+             ("bayesgeom.interp.loading", "load"),
+             ("bayesgeom.interp.embedded_model", "ensure_cached"),
+             ("bayesgeom.interp.embedded_model", "_convert"),
+             ("bayesgeom.interp.capture", "capture"),
+             ("bayesgeom.interp.init_twin", "random_init_twin"),
+             ("bayesgeom.windtunnel.runs", "load_run"),
+             ("bayesgeom.windtunnel.training", "train"))
+
+#: modules the validation path must not import
+HEAVY = ("torch", "transformers", "pandas", "scipy", "plotly", "sklearn")
+
+
+def _argv(e: Any) -> list[str]:
+    """The command of experiment ``e`` with its positional arguments filled in."""
+    argv = [*([e.group] if e.group else []), e.name]
+    argv += ["R"] * sum(1 for _, o in declared(e.config) if o.flag and o.flag[0] != "-")
+    return argv + (["--models", "default"] if e.name == "compare" else [])
+
+
+def _range_error(e: Any) -> list[str]:
+    """An integer option of ``e`` below its declared minimum (``[]`` if it has none)."""
+    hints = typing.get_type_hints(e.config)
+    for f, opt in declared(e.config):
+        if opt.cli and opt.min is not None and _strip_optional(hints[f.name]) is int \
+                and (opt.flag or "-").startswith("-"):
+            return [opt.flag or "--" + f.name.replace("_", "-"), str(int(opt.min) - 1)]
+    return []
+
+
+@pytest.fixture
+def nothing_expensive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """No model available, and every :data:`EXPENSIVE` function replaced (wherever a module
+    bound it by name) by a recorder; yields the names called."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("BAYESGEOM_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for e in experiments():  # bind every run module's names before they are replaced
+        for part in (e.run, e.summary):
+            if isinstance(part, Later):
+                __import__(part.module)
+    import importlib
+
+    called: list[str] = []
+    for module, name in EXPENSIVE:
+        original = getattr(importlib.import_module(module), name)
+
+        def record(*args: Any, _name: str = f"{module}.{name}", **kwargs: Any) -> Any:
+            called.append(_name)
+            raise AssertionError(f"{_name} called before the arguments were checked")
+
+        for mod in [m for k, m in list(sys.modules.items()) if k.startswith("bayesgeom")]:
+            for attr, value in list(vars(mod).items()):
+                if value is original:
+                    monkeypatch.setattr(mod, attr, record)
+    yield called
+    assert not cache.exists() or not any(cache.iterdir()), "the model cache was written"
+
+
+def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run ``argv``; it must exit 2 with one error line on stderr (notes aside)."""
+    status = main(argv)
+    err = [line for line in capsys.readouterr().err.splitlines()
+           if line.strip() and not line.startswith("bayesgeom: note:")]
+    assert status == 2, (argv, err)
+    assert len(err) == 1 and err[0].startswith("bayesgeom: error: "), (argv, err)
+    return err[0]
+
+
+EXPERIMENTS = experiments()
+
+
+@pytest.mark.parametrize("e", EXPERIMENTS, ids=lambda e: e.name)
+def test_a_bad_out_is_refused_before_anything_loads(e: Any, tmp_path: Path,
+                                                    nothing_expensive: list[str],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    not_a_folder = tmp_path / "a-file"
+    not_a_folder.write_text("x")
+    line = _refused([*_argv(e), "--out", str(not_a_folder)], capsys)
+    assert "not a directory" in line
+    assert nothing_expensive == []
+
+
+@pytest.mark.parametrize("e", [e for e in EXPERIMENTS if _range_error(e)], ids=lambda e: e.name)
+def test_an_option_out_of_range_is_refused_before_anything_loads(
+        e: Any, tmp_path: Path, nothing_expensive: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _refused([*_argv(e), *_range_error(e), "--out", str(tmp_path / "out")], capsys)
+    assert nothing_expensive == []
+    assert not (tmp_path / "out").exists()
+
+
+def test_monitor_refuses_a_training_run_as_extrapolation_before_detect(
+        windtunnel_run: Path, tmp_path: Path, nothing_expensive: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The reliability review's case: ``monitor --extrapolation <a training run>`` was refused
+    only after more than a minute of ``detect`` and ``verify``."""
+    line = _refused(["monitor", "--model", str(windtunnel_run), "--extrapolation",
+                     str(windtunnel_run), "--out", str(tmp_path / "out")], capsys)
+    assert "--extrapolation" in line
+    assert nothing_expensive == []
+
+
+def test_a_foreign_out_is_refused_on_a_machine_without_the_model(
+        tmp_path: Path, nothing_expensive: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The fresh-machine failure of issue 25: ``geometry`` converted the embedded SmolLM2
+    before refusing a folder of other files."""
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    line = _refused(["geometry", "--out", str(foreign)], capsys)
+    assert "not a bayesgeom run" in line
+    assert nothing_expensive == []
+
+
+@pytest.mark.parametrize("argv", [
+    *[[*_argv(e), "--out", "benchmarks/cli_startup.py"] for e in EXPERIMENTS],
+    ["steer", "--n-random", "0", "--out", "x"],
+    ["sweep", "--tasks", "nosuch", "--out", "x"],
+    ["sweep", "--tasks", "hmm", "--eval-params", '{"hmm": [{"Q": 3}]}', "--out", "x"],
+    ["sweep", "--tasks", "hmm", "--task-params", '{"hmm": {"K": -3}}', "--out", "x"],
+], ids=lambda a: " ".join(a[:2] if a[0] != "sweep" else a[:4]))
+def test_the_validation_path_imports_nothing_heavy(argv: list[str], scaled) -> None:
+    """A usage error is answered by the config modules alone: no torch, transformers, pandas,
+    scipy, plotly or scikit-learn is imported (run from the repository root)."""
+    code = ("import sys\nfrom bayesgeom.analyses.cli import main\n"
+            f"status = main({argv!r})\n"
+            f"print(status, sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=root, timeout=scaled(120))
+    assert done.stdout.strip().splitlines()[-1] == "2 []", (done.stdout, done.stderr)
+
+
+def test_a_sula_option_for_a_wind_tunnel_is_refused_without_torch(tmp_path: Path,
+                                                                scaled) -> None:
+    """``verify --labels`` with a wind-tunnel run: the run is recognised from its record alone
+    (:mod:`windtunnel.run_identity`), so the refusal imports nothing heavy either."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text('{"experiment": "windtunnel train"}')
+    argv = ["verify", "--model", str(run), "--labels", "lug,mip", "--out", str(tmp_path / "o")]
+    code = ("import sys\nfrom bayesgeom.analyses.cli import main\n"
+            f"status = main({argv!r})\n"
+            f"print(status, sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=scaled(120))
+    assert done.stdout.strip().splitlines()[-1] == "2 []", (done.stdout, done.stderr)
+    assert "applies to text models" in done.stderr
