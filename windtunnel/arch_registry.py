@@ -32,6 +32,7 @@ ARCHS: dict[str, str | ArchSpec] = {
     "mlp-flat": "mlp:MLP_FLAT",
     "lstm": "recurrent:LSTM",
     "mamba": "mamba:MAMBA",
+    "mamba2": "mamba2:MAMBA2",
     "llama": "llama:LLAMA",
     "llama-rope": "llama:LLAMA_ROPE",
     "llama-nope": "llama:LLAMA_NOPE",
