@@ -8,11 +8,12 @@ where two medians taken minutes apart need not. ``--clock cpu`` times the proces
 instead of wall time: with ``--threads 1`` it is what a step costs whatever else the machine
 runs (an oversubscribed machine distorts wall-clock ratios, multi-threaded ones most).
 
-Mamba-1 (``mamba``) is timed twice: with mambapy's parallel scan (what HF uses where
-``mambapy`` is installed, a bayesgeom dependency) and with HF's sequential reference scan
-(``mamba/reference-scan``). ``mamba2`` is HF's Mamba-2 with bayesgeom's quadratic SSD forward
-(:mod:`windtunnel.mamba2`); ``mamba2/hf-chunked`` the same weights through HF's own chunked
-SSD (chunk 64). Writes runs/bench/arch_step_time.json.
+An arch whose spec declares other forwards of the same weights (``ArchSpec.variants``) is
+also timed through each as ``arch/variant``: Mamba-1 (``mamba``, mambapy's parallel scan, what
+HF uses where ``mambapy`` is installed, a bayesgeom dependency) through HF's sequential
+reference scan (``mamba/reference-scan``); ``mamba2`` (HF's Mamba-2 with bayesgeom's quadratic
+SSD forward, :mod:`windtunnel.mamba2`) through HF's own chunked SSD, chunk 64
+(``mamba2/hf-chunked``). Writes runs/bench/arch_step_time.json.
 
     python benchmarks/arch_step_time.py              # bijection V = 20 and HMM (~4 min on 2 cores)
     python benchmarks/arch_step_time.py --archs mamba mamba2 --steps 6
@@ -32,25 +33,18 @@ import torch
 
 from bayesgeom.records import run_manifest, write_json
 from bayesgeom.windtunnel import make_token_task
-from bayesgeom.windtunnel.architectures import ARCHS, build_model
+from bayesgeom.windtunnel.arch_registry import ARCH_NAMES, arch_spec
+from bayesgeom.windtunnel.architectures import build_model
 from bayesgeom.windtunnel.task import TokenTask
 from bayesgeom.windtunnel.training import task_loss
 
 TASKS = ("bijection", "hmm")
 STEPS = 5
-#: the extra variants, arch/what is changed on the built model (:func:`_variant`)
-VARIANTS = ("mamba/reference-scan", "mamba2/hf-chunked")
-
-
-def _variant(model: torch.nn.Module, label: str) -> None:
-    if label == "mamba/reference-scan":  # HF's sequential scan instead of mambapy's parallel
-        for layer in model.backbone.layers:
-            layer.mixer.use_mambapy = False
-    elif label == "mamba2/hf-chunked":  # HF's own chunked SSD forward
-        from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer
-
-        for layer in model.backbone.layers:
-            layer.mixer.__class__ = Mamba2Mixer
+#: the arch every other is timed against, in the same run
+BASELINE = "transformer"
+#: every arch but the baseline, then every declared variant, ``arch/variant``
+DEFAULT = [*(a for a in ARCH_NAMES if a != BASELINE),
+           *(f"{a}/{v}" for a in ARCH_NAMES for v in arch_spec(a).variants)]
 
 
 CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -58,10 +52,12 @@ CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time
 
 def stepper(task: TokenTask, arch: str, label: str = "", clock: str = "wall",
             ) -> Callable[[int], float]:
-    """A closure: one timed training step (seconds of ``clock``) of ``arch`` on batch ``s``."""
+    """A closure: one timed training step (seconds of ``clock``) of ``arch`` on batch ``s``,
+    through its forward ``variant`` (``label`` ``arch/variant``; "": its own)."""
     now = CLOCKS[clock]
     model = build_model(task, arch, "small", 0)
-    _variant(model, label)
+    if label:
+        arch_spec(arch).variants[label.split("/", 1)[1]](model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
     def step(s: int) -> float:
@@ -80,7 +76,7 @@ def paired(task: TokenTask, arch: str, label: str, steps: int, clock: str = "wal
            ) -> dict[str, float]:
     """Interleaved steps of the transformer and ``arch``: medians of each one's seconds and
     of the per-pair ratio, over steps 2..``steps``."""
-    base, other = stepper(task, "transformer", clock=clock), stepper(task, arch, label, clock)
+    base, other = stepper(task, BASELINE, clock=clock), stepper(task, arch, label, clock)
     tb, ta = [], []
     for s in range(steps):
         tb.append(base(s))
@@ -96,8 +92,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", default=list(TASKS))
     ap.add_argument("--archs", nargs="+",
-                    default=[*(a for a in ARCHS if a != "transformer"), *VARIANTS],
-                    help="archs and variants (mamba/reference-scan, mamba2/hf-chunked)")
+                    default=DEFAULT, help=f"archs and variants ({', '.join(DEFAULT)})")
     ap.add_argument("--steps", type=int, default=STEPS, help="steps per arch (the first warms up)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads")
     ap.add_argument("--clock", choices=tuple(CLOCKS), default="wall",

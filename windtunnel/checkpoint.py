@@ -45,8 +45,8 @@ from ..records import (
     write_table,
     write_text,
 )
+from .arch_registry import saved_model_spec
 from .architectures import register_auto_classes
-from .mamba2 import use_ssd
 
 hf_logging.disable_progress_bar()  # per-shard bars would drown the training progress bar
 
@@ -244,12 +244,13 @@ def load_model(path: str | Path, fix: str = REPLACE_FIX) -> PreTrainedModel:
             check_safetensors(w, fix=fix)
         cfg = read_json(path / "config.json", expect=dict, fix=fix)
     try:
-        # Transformers train with eager attention; keep the same kernels so logits are identical.
-        kw = {"attn_implementation": "eager"} if cfg.get("model_type") == "gpt2" else {}
-        register_auto_classes()  # the MLP, LSTM and Llama wind tunnels' own classes
-        model = AutoModelForCausalLM.from_pretrained(path, use_safetensors=True, **kw)
-        if cfg.get("model_type") == "mamba2":  # the forward it trained with (same numbers)
-            use_ssd(model)
+        # the kernels and forward it trained with (its arch's SavedModelSpec): identical logits
+        saved = saved_model_spec(cfg.get("model_type"))
+        register_auto_classes()  # the wind tunnels' own classes
+        model = AutoModelForCausalLM.from_pretrained(
+            path, use_safetensors=True, **(dict(saved.load_kwargs) if saved else {}))
+        if saved is not None and saved.after_load is not None:
+            saved.after_load(model)
     except Exception as e:  # safetensors / config errors have many types
         raise CheckpointError(f"corrupt model at {path}: {type(e).__name__}: "
                               f"{str(e).splitlines()[0] if str(e) else ''}; {fix}") from e

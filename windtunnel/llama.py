@@ -67,9 +67,16 @@ from transformers import ArceeConfig, ArceeForCausalLM
 from transformers import initialization as init
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
+from .arch_spec import ArchSpec, SavedModelSpec
 from .position_priors import PRIOR_SCHEMES, PositionPrior, PriorAttention
 from .task import TaskConfigError, TokenTask
-from .transformer import TransformerPreset
+from .transformer import (
+    ATTENTION_WHAT,
+    TransformerPreset,
+    attention_activation_bytes,
+    get_preset,
+    preset_sizes,
+)
 
 #: positional schemes: a learned absolute table, rotary, none (the causal mask alone), or an
 #: additive prior on the scores (ALiBi, BAM)
@@ -289,3 +296,35 @@ def llama_params(vocab_size: int, n_positions: int, preset: TransformerPreset,
     per_prior = (3 if bam_learn_mu else 2) * H if position_scheme == "bam" else 0
     priors = per_prior * (1 if bam_shared else L)
     return L * block + vocab_size * d + table + d + priors
+
+
+def _table_rows(config: WindTunnelLlamaConfig) -> int | None:
+    """The learned table's rows (``learned``); None for the schemes without one."""
+    return int(config.max_position_embeddings) if config.position_scheme == "learned" else None
+
+
+LLAMA_SAVED = SavedModelSpec("bayesgeom_llama", final_norm="norm",
+                             classes=(WindTunnelLlamaConfig, WindTunnelLlama),
+                             position_limit=_table_rows)
+
+
+def _llama_arch(name: str, scheme: str, **options: bool) -> ArchSpec:
+    """The arch ``name``: the Llama-style transformer at the preset's sizes with ``scheme``."""
+    return ArchSpec(
+        name, LLAMA_SAVED,
+        build=lambda task, preset: build_llama(task, get_preset(preset), scheme, **options),
+        sizes=lambda task, preset: preset_sizes(preset, llama_params(
+            task.vocab_size, task.max_seq_len + 1, get_preset(preset), scheme, **options)),
+        activation_bytes=attention_activation_bytes, activation_what=ATTENTION_WHAT,
+        attention=True)
+
+
+#: learned absolute positions (the paper's production model), RoPE, none; the additive priors
+#: on the scores (windtunnel.position_priors): ALiBi's fixed slopes, BAM's learned per-layer
+#: prior (starts as NoPE), BAM with SSMax
+LLAMA = _llama_arch("llama", "learned")
+LLAMA_ROPE = _llama_arch("llama-rope", "rope")
+LLAMA_NOPE = _llama_arch("llama-nope", "nope")
+LLAMA_ALIBI = _llama_arch("llama-alibi", "alibi")
+LLAMA_BAM = _llama_arch("llama-bam", "bam")
+LLAMA_BAM_SSMAX = _llama_arch("llama-bam-ssmax", "bam", ssmax=True)

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from .arch_registry import saved_model_spec
 from .metrics import calibration_stats, slice_log_probs
 from .seeds import Purpose, stream
 from .task import TaskConfigError
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 def position_limit(model: torch.nn.Module) -> int | None:
     """How many positions ``model`` can embed (its learned table's rows); None without one
-    (RoPE, NoPE, ALiBi, BAM).
+    (RoPE, NoPE, ALiBi, BAM) or for a model no wind-tunnel arch saves as.
 
     Example:
         >>> from bayesgeom.windtunnel import make_task
@@ -42,13 +43,8 @@ def position_limit(model: torch.nn.Module) -> int | None:
         (10, None)
     """
     cfg = getattr(model, "config", None)
-    if cfg is None:
-        return None
-    if getattr(cfg, "model_type", None) == "gpt2":
-        return int(cfg.n_positions)
-    if getattr(cfg, "position_scheme", None) == "learned":
-        return int(cfg.max_position_embeddings)
-    return None
+    saved = saved_model_spec(getattr(cfg, "model_type", None))
+    return None if saved is None else saved.position_limit(cfg)
 
 
 @torch.no_grad()

@@ -30,16 +30,25 @@ plus V d (embedding, tied head) and d (final norm): :func:`mamba2_params`.
 
 Paper I's Mamba is a Mamba-1 selective SSM (a per-channel, per-state decay: arch ``mamba``);
 Mamba-2's decay is one scalar per head, which is what makes the scan a matrix product.
+
+The arch (:data:`MAMBA2`) keeps the transformer preset's depth and is matched to its parameter
+count by ``d_model``, its SSD head count the one whose head size is nearest Mamba-2's 64
+(:func:`mamba2_heads`, :func:`mamba2_sizes`); a saved one reopens with the SSD mixer.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from transformers import Mamba2Config, Mamba2ForCausalLM
 from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer
+
+from .arch_spec import ArchSpec, SavedModelSpec, widths_to
+from .task import TokenTask
+from .transformer import get_preset, transformer_params
 
 #: the sizes that stay fixed when a preset is matched (as Mamba-1's: d_state 16, expand 2,
 #: conv kernel 4; one group of B and C, Mamba-2's default)
@@ -169,3 +178,61 @@ def build_mamba2(vocab_size: int, d_model: int, n_layer: int, n_heads: int,
     """A freshly initialised (torch's global generator) Mamba-2 with :class:`SSDMixer` s."""
     return use_ssd(Mamba2ForCausalLM(mamba2_config(vocab_size, d_model, n_layer, n_heads,
                                                    **extra)))
+
+
+def use_hf_chunked(model: Mamba2ForCausalLM) -> None:
+    """The inverse of :func:`use_ssd`: HF's own chunked SSD forward, in place."""
+    for layer in model.backbone.layers:
+        layer.mixer.__class__ = Mamba2Mixer
+
+
+def mamba2_heads(d_model: int) -> int | None:
+    """The SSD head count of a Mamba-2 of width ``d_model``: the one whose head size 2d / H
+    (a whole number from 32 to 128) is nearest 64, Mamba-2's default, in ratio; None where no
+    head count gives such a size."""
+    inner = MAMBA2_EXPAND * d_model
+    heads = [h for h in range(1, inner + 1) if inner % h == 0 and 32 <= inner // h <= 128]
+    return min(heads, key=lambda h: (abs(math.log(inner / h / 64)), h)) if heads else None
+
+
+def mamba2_sizes(task: TokenTask, preset: str) -> tuple[int, int]:
+    """(d_model, n_heads) of the Mamba-2 of the preset's depth whose count is closest to the
+    transformer's (ties: the narrower), among the widths :func:`mamba2_heads` can split."""
+    p = get_preset(preset)
+    target = transformer_params(task, preset)
+
+    def cost(d: int) -> int:
+        return mamba2_params(task.vocab_size, d, p.n_layer, mamba2_heads(d) or 1)
+
+    d = min((d for d in widths_to(target, cost) if mamba2_heads(d)),
+            key=lambda d: (abs(cost(d) - target), d))
+    return d, mamba2_heads(d) or 1
+
+
+def _build(task: TokenTask, preset: str) -> Mamba2ForCausalLM:
+    d, h = mamba2_sizes(task, preset)
+    n_layer = get_preset(preset).n_layer
+    return build_mamba2(task.vocab_size, d, n_layer, h, bayesgeom_preset={
+        "n_layer": n_layer, "d_model": d, "n_heads": h, "matched_to": preset})
+
+
+def _sizes(task: TokenTask, preset: str) -> dict[str, int]:
+    d, h = mamba2_sizes(task, preset)
+    n_layer = get_preset(preset).n_layer
+    return {"n_layer": n_layer, "d_model": d, "n_heads": h,
+            "params": mamba2_params(task.vocab_size, d, n_layer, h),
+            "transformer_params": transformer_params(task, preset)}
+
+
+def _ssd_bytes(task: TokenTask, preset: str, n: int, layers: int | None) -> int:
+    n_layer = get_preset(preset).n_layer if layers is None else layers
+    return ssd_bytes(n, mamba2_sizes(task, preset)[1], task.seq_len, n_layer)
+
+
+#: HF's Mamba layout (as Mamba-1's), reopened with the SSD mixer it trained with
+MAMBA2_SAVED = SavedModelSpec("mamba2", final_norm="backbone.norm_f", final_repeated=True,
+                              after_load=use_ssd)
+
+MAMBA2 = ArchSpec("mamba2", MAMBA2_SAVED, build=_build, sizes=_sizes,
+                  activation_bytes=_ssd_bytes, activation_what="the SSD [{n}, heads, {T}, {T}]",
+                  variants={"hf-chunked": use_hf_chunked})

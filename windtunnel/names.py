@@ -1,22 +1,17 @@
-"""The names the command line checks before anything heavy loads: the architectures, transformer
-presets and tasks of the wind tunnels, and the one error of a bad task or training option.
-This module imports no torch; ``tests/windtunnel/test_names.py`` holds it equal to the
-registries (:data:`windtunnel.architectures.ARCHS`,
-:data:`windtunnel.transformer.TRANSFORMER_PRESETS`, :data:`windtunnel.task.TASKS`).
+"""The names the command line checks before anything heavy loads: the transformer presets and
+tasks of the wind tunnels, and the one error of a bad task or training option (the architectures'
+names: :data:`windtunnel.arch_registry.ARCH_NAMES`). This module imports no torch;
+``tests/windtunnel/test_names.py`` holds it equal to the registries
+(:data:`windtunnel.transformer.TRANSFORMER_PRESETS`, :data:`windtunnel.task.TASKS`).
 
 Example:
-    >>> "transformer" in ARCH_NAMES, "small" in PRESET_NAMES, TEXT_TASK_NAMES
-    (True, True, ('sula',))
+    >>> "small" in PRESET_NAMES, TEXT_TASK_NAMES
+    (True, ('sula',))
 """
 
 from __future__ import annotations
 
 from ..records import UsageError
-
-#: the model architectures (:data:`windtunnel.architectures.ARCHS`), in its order
-ARCH_NAMES: tuple[str, ...] = ("transformer", "mlp-position", "mlp-flat", "lstm", "mamba", "mamba2",
-                               "llama", "llama-rope", "llama-nope", "llama-alibi", "llama-bam",
-                               "llama-bam-ssmax")
 
 #: the model sizes (:data:`windtunnel.transformer.TRANSFORMER_PRESETS`), in its order
 PRESET_NAMES: tuple[str, ...] = ("paper", "paper-hmm", "small", "small-deep", "tiny")

@@ -1,27 +1,23 @@
-"""Recurrent baselines: the authors' LSTM as a ``PreTrainedModel``, and a Mamba config builder.
+"""The LSTM baseline (arch ``lstm``, :data:`LSTM`): the authors' LSTM as a ``PreTrainedModel``.
 
-* **LSTM** (:class:`WindTunnelLSTM`): token + learned position embedding, ``n_layer`` stacked
-  single-layer ``torch.nn.LSTM`` s (input = hidden = ``d_model``, no residual connection, as the
-  authors' ``nn.LSTM(d, d, num_layers)``: one module per layer so that ``interp`` can hook every
-  layer), final LayerNorm, LM head tied to the token embedding. No dropout (the authors use 0.1
-  between layers; the wind-tunnel transformer uses none). The authors' bijection LSTM (d 192,
-  6 layers) has 1.79M parameters; this class with the same sizes has the same count.
-  Its config (``model_type`` ``bayesgeom_lstm``) is registered with ``AutoConfig`` /
-  ``AutoModelForCausalLM`` by :func:`windtunnel.architectures.register_auto_classes` (run by
-  ``import bayesgeom.windtunnel`` and before every checkpoint load), so ``save_pretrained`` /
-  ``from_pretrained``, checkpoints and ``interp.load(path)`` work once ``windtunnel`` has been
-  imported in the process (the registration is global).
-* **Mamba** (:func:`mamba_config`): a stock Hugging Face ``MambaConfig`` for
-  ``MambaForCausalLM`` (pure-PyTorch selective scan on CPU; ``mambapy``'s parallel scan where it
-  is installed, ``use_mambapy``), so its saved model directory loads with plain transformers and
-  ``interp.load(path)`` without bayesgeom. Unlike the authors' simplified block it has no
-  positional embedding and uses RMSNorm pre-norm blocks (HF's Mamba-1 block); it is HF's, not
-  the authors'.
+:class:`WindTunnelLSTM`: token + learned position embedding, ``n_layer`` stacked single-layer
+``torch.nn.LSTM`` s (input = hidden = ``d_model``, no residual connection, as the authors'
+``nn.LSTM(d, d, num_layers)``: one module per layer so that ``interp`` can hook every layer),
+final LayerNorm, LM head tied to the token embedding. No dropout (the authors use 0.1 between
+layers; the wind-tunnel transformer uses none). The authors' bijection LSTM (d 192, 6 layers)
+has 1.79M parameters; this class with the same sizes has the same count. Its config
+(``model_type`` ``bayesgeom_lstm``) is registered with ``AutoConfig`` /
+``AutoModelForCausalLM`` by :func:`windtunnel.architectures.register_auto_classes` (run by
+``import bayesgeom.windtunnel`` and before every checkpoint load), so ``save_pretrained`` /
+``from_pretrained``, checkpoints and ``interp.load(path)`` work once ``windtunnel`` has been
+imported in the process (the registration is global).
 
-Both are sized by :mod:`windtunnel.architectures` to match the transformer's parameter count.
-Left-padded batches (``attention_mask`` with leading zeros, as ``interp`` builds them) give the
-same outputs at the real tokens as the unpadded prompts: the LSTM runs each row from its first
-real token; HF's Mamba zeroes the padded states.
+:func:`lstm_config` keeps the transformer preset's depth and matches its parameter count by
+``d_model`` (one LSTM layer costs 8d² + 8d, so the step between widths is about 2/d of the
+total: ≤ 1 % off from d = 100, ≤ 3 % at the tiny preset's d ≈ 32). Left-padded batches
+(``attention_mask`` with leading zeros, as ``interp`` builds them) give the same outputs at the
+real tokens as the unpadded prompts: the LSTM runs each row from its first real token. The
+Mamba baselines: :mod:`windtunnel.mamba`, :mod:`windtunnel.mamba2`.
 """
 
 from __future__ import annotations
@@ -31,12 +27,12 @@ from typing import Any, ClassVar
 
 import torch
 from torch import nn
-from transformers import MambaConfig, PretrainedConfig, PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutput
 
-#: the Mamba sizes that stay fixed when a preset is matched (the authors': d_state 16, expand 2,
-#: causal depthwise conv of kernel 4)
-MAMBA_STATE, MAMBA_EXPAND, MAMBA_CONV = 16, 2, 4
+from .arch_spec import ArchSpec, SavedModelSpec, widths_to
+from .task import TokenTask
+from .transformer import get_preset, transformer_params
 
 
 class WindTunnelLSTMConfig(PretrainedConfig):
@@ -177,39 +173,34 @@ def lstm_params(vocab_size: int, n_positions: int, d_model: int, n_layer: int) -
     return (vocab_size + n_positions) * d + n_layer * (8 * d * d + 8 * d) + 2 * d
 
 
-def mamba_config(vocab_size: int, d_model: int, n_layer: int, dt_rank: int | str = "auto",
-                 **extra: Any) -> MambaConfig:
-    """A ``MambaConfig`` of width ``d_model`` and ``n_layer`` blocks for a wind-tunnel
-    vocabulary (d_state 16, expand 2, conv kernel 4, tied head, no cache, no special tokens);
-    ``dt_rank`` is the rank of the time-step projection (``"auto"``: ceil(d / 16))."""
-    return MambaConfig(
-        vocab_size=vocab_size,
-        hidden_size=d_model,
-        num_hidden_layers=n_layer,
-        state_size=MAMBA_STATE,
-        expand=MAMBA_EXPAND,
-        conv_kernel=MAMBA_CONV,
-        time_step_rank=dt_rank,
-        use_mambapy=True,  # mambapy's parallel scan where installed, else the sequential scan
-        use_cache=False,
-        tie_word_embeddings=True,
-        pad_token_id=None,
-        bos_token_id=None,
-        eos_token_id=None,
-        **extra,
-    )
+
+def lstm_config(task: TokenTask, preset: str) -> WindTunnelLSTMConfig:
+    """The LSTM of the preset's depth whose width brings its count closest to the
+    transformer's."""
+    p = get_preset(preset)
+    target = transformer_params(task, preset)
+    V, P = task.vocab_size, task.max_seq_len
+
+    def cost(d: int) -> int:
+        return lstm_params(V, P, d, p.n_layer)
+
+    d = min(widths_to(target, cost), key=lambda d: abs(cost(d) - target))
+    return WindTunnelLSTMConfig(vocab_size=V, n_positions=P, d_model=d, n_layer=p.n_layer,
+                                bayesgeom_preset={"n_layer": p.n_layer, "d_model": d,
+                                                  "matched_to": preset})
 
 
-def mamba_params(vocab_size: int, d_model: int, n_layer: int, dt_rank: int | None = None) -> int:
-    """Parameter count of ``MambaForCausalLM(mamba_config(...))`` (tied head counted once)."""
-    d, N, k = d_model, MAMBA_STATE, MAMBA_CONV
-    inner = MAMBA_EXPAND * d
-    r = math.ceil(d / 16) if dt_rank is None else dt_rank
-    block = (d  # norm
-             + d * 2 * inner  # in_proj
-             + inner * k + inner  # depthwise conv with bias
-             + inner * (r + 2 * N)  # x_proj -> (dt, B, C)
-             + r * inner + inner  # dt_proj
-             + inner * N + inner  # A_log, D
-             + inner * d)  # out_proj
-    return vocab_size * d + n_layer * block + d  # embedding (tied head), blocks, final norm
+def lstm_sizes(task: TokenTask, preset: str) -> dict[str, int]:
+    """Depth, width, parameter count and the transformer's, of the matched LSTM."""
+    c = lstm_config(task, preset)
+    return {"n_layer": c.n_layer, "d_model": c.d_model,
+            "params": lstm_params(task.vocab_size, task.max_seq_len, c.d_model, c.n_layer),
+            "transformer_params": transformer_params(task, preset)}
+
+
+LSTM_SAVED = SavedModelSpec("bayesgeom_lstm", final_norm="norm",
+                            classes=(WindTunnelLSTMConfig, WindTunnelLSTM))
+
+LSTM = ArchSpec("lstm", LSTM_SAVED,
+                build=lambda task, preset: WindTunnelLSTM(lstm_config(task, preset)),
+                sizes=lstm_sizes, activation_bytes=None)

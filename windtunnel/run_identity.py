@@ -20,6 +20,9 @@ from typing import Any
 EXPERIMENT = "windtunnel train"
 RUN_RECORD = "run.json"
 MODEL_RECORD = "windtunnel.json"
+#: the prefix of the wind tunnels' own ``model_type`` s (``bayesgeom_mlp``, the one whose config
+#: carries no ``bayesgeom_preset``, and the LSTM's and Llama's, which carry one)
+OWN_MODEL_TYPES = "bayesgeom_"
 
 
 def record_kind(path: Path) -> tuple[str | None, dict[str, Any] | None]:
@@ -44,7 +47,8 @@ def record_kind(path: Path) -> tuple[str | None, dict[str, Any] | None]:
 def is_windtunnel_dir(path: Path) -> bool:
     """True for a wind-tunnel run directory (a ``run.json`` of :data:`EXPERIMENT`, or an older
     one with config and task; an unreadable one too, so that opening it names the damage),
-    a saved wind-tunnel model or a checkpoint inside a run."""
+    a saved wind-tunnel model or a checkpoint inside a run (a ``config.json`` with the
+    ``bayesgeom_preset`` the archs record, or a ``model_type`` of the wind tunnels' own)."""
     if not path.is_dir():
         return False
     if (path / MODEL_RECORD).exists() or record_kind(path)[0] in ("run", "damaged"):
@@ -57,4 +61,4 @@ def is_windtunnel_dir(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(c, dict) and ("bayesgeom_preset" in c
-                                    or c.get("model_type") == "bayesgeom_mlp")
+                                    or str(c.get("model_type")).startswith(OWN_MODEL_TYPES))

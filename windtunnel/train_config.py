@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records import check_options, json_safe, option, run_settings, seed_option
-from .names import ARCH_NAMES, PRESET_NAMES, TaskConfigError
+from .arch_registry import ARCH_NAMES
+from .names import PRESET_NAMES, TaskConfigError
 from .plateau_rule import PLATEAU_METRICS
 
 if TYPE_CHECKING:  # the config imports no torch: the command line checks it first

@@ -39,6 +39,8 @@ import torch.nn.functional as F
 from transformers import PreTrainedModel
 
 from ..records import RunDir, run_manifest
+from .arch_registry import arch_spec
+from .arch_spec import ArchSpec
 from .architectures import build_model, n_params
 from .checkpoint import latest_checkpoint_dir, load_checkpoint, save_checkpoint, save_dense
 from .evaluate import (
@@ -102,16 +104,17 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam
     )
 
 
-def check_eval_budget(cfg: TrainConfig, task: TokenTask) -> None:
+def check_eval_budget(cfg: TrainConfig, task: TokenTask, spec: ArchSpec) -> None:
     """Before the run is claimed: refuse evaluations that would not end (``--eval-size`` at
     every ``--eval-every`` steps, ``--final-eval-size`` once) on the time one batch of a fresh
-    model takes here (:func:`~windtunnel.evaluate.check_eval_time`). Runs whose evaluations
-    are at most :data:`~windtunnel.evaluate.UNTIMED_BATCHES` batches are not timed."""
+    model of ``spec`` (``cfg.arch``'s) takes here (:func:`~windtunnel.evaluate.check_eval_time`).
+    Runs whose evaluations are at most :data:`~windtunnel.evaluate.UNTIMED_BATCHES` batches are
+    not timed."""
     periodic = -(-cfg.eval_size // EVAL_BATCH) * (cfg.steps // cfg.eval_every)
     final = -(-cfg.final_eval_size // EVAL_BATCH)
     if max(-(-cfg.eval_size // EVAL_BATCH), final) <= UNTIMED_BATCHES:
         return
-    model = build_model(task, cfg.arch, cfg.preset, cfg.seed).to(cfg.device or "cpu")
+    model = build_model(task, spec, cfg.preset, cfg.seed).to(cfg.device or "cpu")
     check_eval_time(batch_seconds(model, task, logit_lens=False), periodic,
                     f"evaluating {cfg.eval_size:,} sequences every {cfg.eval_every} steps",
                     "--eval-size or raise --eval-every")
@@ -150,27 +153,28 @@ def train(
     needs ``cfg.monitor_every > 0`` and vice versa, and ``cfg.ckpt_every`` a multiple of it.
     """
     task = cfg.validate()
+    spec = arch_spec(cfg.arch)  # resolved once for the run
     check_hooks(cfg, prepare, monitor)
     if monitor is not None:
         monitor.check(cfg)
-    check_eval_budget(cfg, task)
+    check_eval_budget(cfg, task, spec)
     out = Path(out)
     settings = cfg.settings(task)
     with RunDir(out, EXPERIMENT, settings, restart=restart,
                 record={"config": settings, "task": task.config()}) as rd:
         if rd.done:
             return _finished(out, rd.previous or {})
-        return _train(cfg, task, rd, progress, on_step, prepare, monitor)
+        return _train(cfg, task, spec, rd, progress, on_step, prepare, monitor)
 
 
-def _train(cfg: TrainConfig, task: TokenTask, rd: RunDir, progress: bool,
+def _train(cfg: TrainConfig, task: TokenTask, spec: ArchSpec, rd: RunDir, progress: bool,
            on_step: Callable[[int], None] | None,
            prepare: Callable[[PreTrainedModel], object] | None = None,
            monitor: TrainingMonitor | None = None) -> TrainResult:
     out = rd.out
     ckroot = out / "checkpoints"
     device = torch.device(cfg.device or "cpu")
-    model = build_model(task, cfg.arch, cfg.preset, cfg.seed).to(device)
+    model = build_model(task, spec, cfg.preset, cfg.seed).to(device)
     opt = make_optimizer(model, cfg)
     step, elapsed, log_rows, run_loss, run_n = 0, 0.0, [], 0.0, 0
     ck = latest_checkpoint_dir(ckroot) if rd.previous is not None else None

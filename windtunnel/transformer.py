@@ -6,14 +6,19 @@ bayesgeom, and ``interp`` hooks it exactly as it hooks a pretrained LLM. The pap
 model uses RMSNorm and bias-free attention (2,677,440 parameters: :mod:`windtunnel.llama`, arch
 ``llama``); the GPT-2 layout adds LayerNorm and attention biases and has one position fewer
 (2,684,352 parameters for bijection V = 20, +0.26 %).
+
+Arch ``transformer`` (:data:`TRANSFORMER`); the preset's parameter count,
+:func:`transformer_params`, is the target every baseline is matched to.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from transformers import GPT2Config, GPT2LMHeadModel
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, PretrainedConfig
 
+from .arch_spec import ArchSpec, SavedModelSpec, n_params
 from .task import TaskConfigError, TokenTask
 
 
@@ -82,3 +87,52 @@ def build_transformer(task: TokenTask, preset: TransformerPreset) -> GPT2LMHeadM
     # Eager attention is ~30 % faster than sdpa for these tiny CPU models and returns patterns.
     model.set_attn_implementation("eager")
     return model
+
+
+def transformer_params(task: TokenTask, preset: str) -> int:
+    """Parameter count of the ``transformer`` arch for ``task`` at ``preset`` (counted on the
+    meta device): the count the baselines are matched to."""
+    with torch.device("meta"):
+        return n_params(GPT2LMHeadModel(transformer_config(task, get_preset(preset))))
+
+
+def attention_bytes(preset: str, n: int, seq_len: int, layers: int | None = None) -> int:
+    """Estimated memory of the attention weights of an ``n``-sequence batch: float32
+    [n, heads, T, T], two copies (scores and probabilities) per layer, for ``layers`` layers
+    (default all: training keeps them for the backward pass). Measured: a bijection V = 400
+    step on the small preset peaks 5.5 GiB above its batch, this estimate plus the logits
+    says 5.4 GiB. The Llama-style archs hold the same patterns (eager)."""
+    p = get_preset(preset)
+    return 2 * 4 * n * p.n_head * seq_len * seq_len * (p.n_layer if layers is None else layers)
+
+
+def attention_activation_bytes(task: TokenTask, preset: str, n: int, layers: int | None) -> int:
+    """:func:`attention_bytes` at the task's sequence length (an ``ArchSpec`` estimate)."""
+    return attention_bytes(preset, n, task.seq_len, layers)
+
+
+#: what the attention estimate holds, in a memory refusal
+ATTENTION_WHAT = "attention [{n}, heads, {T}, {T}]"
+
+
+def preset_sizes(preset: str, params: int) -> dict[str, int]:
+    """The preset's depth, heads, width and MLP width, with ``params``."""
+    p = get_preset(preset)
+    return {"n_layer": p.n_layer, "n_head": p.n_head, "d_model": p.d_model, "d_ff": p.d_ff,
+            "params": params}
+
+
+def _n_positions(config: PretrainedConfig) -> int:
+    return int(config.n_positions)
+
+
+#: a saved GPT-2 opens with the eager attention it trained with (identical logits)
+GPT2_SAVED = SavedModelSpec("gpt2", final_norm="transformer.ln_f",
+                            load_kwargs={"attn_implementation": "eager"},
+                            position_limit=_n_positions)
+
+TRANSFORMER = ArchSpec(
+    "transformer", GPT2_SAVED,
+    build=lambda task, preset: build_transformer(task, get_preset(preset)),
+    sizes=lambda task, preset: preset_sizes(preset, transformer_params(task, preset)),
+    activation_bytes=attention_activation_bytes, activation_what=ATTENTION_WHAT, attention=True)

@@ -67,7 +67,7 @@ from ...probes import token_key_orthogonality, value_manifold_summary
 from ...probes.attention_rows import attention_mass, content_masks, js_divergence_bits
 from ...probes.plateau import plateau_step
 from ...windtunnel import TaskBatch, TokenTask
-from ...windtunnel.architectures import ATTENTION_ARCHS, build_model
+from ...windtunnel.architectures import attention_archs, build_model
 from ...windtunnel.bijection import paper1_token_ids
 from ...windtunnel.checkpoint import CHECKPOINTS, DENSE
 from ...windtunnel.evaluate import evaluate
@@ -205,9 +205,9 @@ def run_frame_precision(cfg: FramePrecisionConfig) -> FramePrecisionResult:
         raise ExperimentError(
             "the attention mass on the feasible set is defined for bijection runs only; "
             f"{run} is a {getattr(task, 'name', 'task-less')} run")
-    if tc.arch not in ATTENTION_ARCHS:
+    if tc.arch not in attention_archs():
         raise ExperimentError(f"{run} is an {tc.arch} run; the frame needs attention "
-                                  f"patterns (an {'/'.join(ATTENTION_ARCHS)} run)")
+                                  f"patterns (an {'/'.join(attention_archs())} run)")
     with claim(cfg, final) as rd:
         table = measure_all(cfg, run, final, snaps, tc)
         result = summarise(table, cfg, tc, final, time.perf_counter() - t0)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...records import option, same_option, seed_option
-from ...windtunnel.names import ARCH_NAMES, PRESET_NAMES, TEXT_TASK_NAMES, TOKEN_TASK_NAMES
+from ...windtunnel.arch_registry import ARCH_NAMES
+from ...windtunnel.names import PRESET_NAMES, TEXT_TASK_NAMES, TOKEN_TASK_NAMES
 from ...windtunnel.task_configs import task_params_problem
 from ...windtunnel.train_config import TrainConfig
 from ..kit.errors import ExperimentError

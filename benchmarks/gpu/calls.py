@@ -69,8 +69,8 @@ def capture_call(m: interp.InterpModel, ps: list[list[int]]) -> Outputs:
     if has_attention(m):
         sites += ["attn.0.q", "attn.0.k", "attn.0.v", f"attn.{last}.pattern", f"attn.{last}.z",
                   "attn_out.0", "final_norm.scale"]
-    if m.modules.adapter.name == "lstm":
-        sites.remove("mlp_out.0")  # the LSTM has no MLP sublayer
+    if m.modules.adapter.mlp is None:
+        sites.remove("mlp_out.0")  # no MLP or mixer sublayer (the LSTM)
     st = interp.capture(m, ps, sites, positions="all", progress=False)
     out = {s: _out(st[s]) for s in sites}
     out["entropy_bits"] = _out(st["entropy_bits"])

@@ -12,14 +12,8 @@ from transformers import AutoModelForCausalLM
 from bayesgeom import interp
 from bayesgeom.analyses.kit.models import open_model
 from bayesgeom.windtunnel import TaskConfigError, load_run, make_task
-from bayesgeom.windtunnel.architectures import (
-    ARCHS,
-    attention_bytes,
-    build_model,
-    n_params,
-    recurrent_sizes,
-    transformer_params,
-)
+from bayesgeom.windtunnel.arch_registry import ARCH_NAMES
+from bayesgeom.windtunnel.architectures import activation_bytes, arch_sizes, build_model, n_params
 from bayesgeom.windtunnel.evaluate import evaluate
 from bayesgeom.windtunnel.llama import (
     WindTunnelLlama,
@@ -29,7 +23,7 @@ from bayesgeom.windtunnel.llama import (
     llama_params,
 )
 from bayesgeom.windtunnel.training import TrainConfig, train
-from bayesgeom.windtunnel.transformer import get_preset
+from bayesgeom.windtunnel.transformer import get_preset, transformer_params
 
 PAPER_PARAMS = 2_677_440  # spec §1.5: the bijection production model
 LLAMA_ARCHS = {"llama": "learned", "llama-rope": "rope", "llama-nope": "nope",
@@ -77,9 +71,9 @@ def test_paper_hmm_preset_is_the_spec_hmm_model_and_baselines_match_it():
         for arch in ("mlp-position", "mlp-flat", "lstm", "mamba", "mamba2"):
             got = n_params(build_model(t, arch, "paper-hmm"))
             assert abs(got - target) / target <= 0.02, arch
-    assert recurrent_sizes(t, "lstm", "paper-hmm")["n_layer"] == 9
-    assert attention_bytes("llama", "paper-hmm", 2, 10) == attention_bytes(
-        "transformer", "paper-hmm", 2, 10) > 0
+    assert arch_sizes(t, "lstm", "paper-hmm")["n_layer"] == 9
+    assert activation_bytes(t, "llama", "paper-hmm", 2) == activation_bytes(
+        t, "transformer", "paper-hmm", 2) > 0
 
 
 def _same_weights(t, preset="tiny"):
@@ -209,4 +203,4 @@ def test_trains_saves_reloads_and_opens_with_interp(tmp_path, arch):
 
 
 def test_archs_are_registered():
-    assert set(LLAMA_ARCHS) <= set(ARCHS)
+    assert set(LLAMA_ARCHS) <= set(ARCH_NAMES)

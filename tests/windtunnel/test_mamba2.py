@@ -9,17 +9,13 @@ from transformers import Mamba2ForCausalLM
 from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer
 
 from bayesgeom.windtunnel import make_task
-from bayesgeom.windtunnel.architectures import (
-    build_model,
-    check_batch_memory,
-    mamba2_heads,
-    n_params,
-)
+from bayesgeom.windtunnel.architectures import build_model, check_batch_memory, n_params
 from bayesgeom.windtunnel.checkpoint import load_model
 from bayesgeom.windtunnel.mamba2 import (
     SSDMixer,
     causal_depthwise_conv,
     mamba2_config,
+    mamba2_heads,
     mamba2_params,
     segment_sum,
     use_ssd,

@@ -3,8 +3,9 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from bayesgeom.windtunnel import TaskConfigError, make_task
-from bayesgeom.windtunnel.architectures import build_model, n_params, transformer_params
+from bayesgeom.windtunnel.architectures import build_model, n_params
 from bayesgeom.windtunnel.checkpoint import load_model
+from bayesgeom.windtunnel.transformer import transformer_params
 
 PAPER_PARAMS = 2_677_440
 

@@ -10,17 +10,12 @@ from transformers import AutoModelForCausalLM, Mamba2ForCausalLM, MambaForCausal
 from bayesgeom import interp
 from bayesgeom.analyses.kit.models import open_model
 from bayesgeom.windtunnel import load_run, make_task
-from bayesgeom.windtunnel.architectures import (
-    ARCHS,
-    build_model,
-    n_params,
-    recurrent_sizes,
-    transformer_params,
-)
+from bayesgeom.windtunnel.architectures import arch_sizes, build_model, n_params
 from bayesgeom.windtunnel.checkpoint import latest_checkpoint_dir
 from bayesgeom.windtunnel.evaluate import evaluate
 from bayesgeom.windtunnel.recurrent import WindTunnelLSTM, WindTunnelLSTMConfig, lstm_params
 from bayesgeom.windtunnel.training import TrainConfig, train
+from bayesgeom.windtunnel.transformer import transformer_params
 
 TASKS = {"bijection": {"V": 20}, "hmm": {}}
 
@@ -32,8 +27,8 @@ def test_recurrent_baselines_are_parameter_matched(task, preset, arch):
     t = make_task(task, **TASKS[task])
     target = transformer_params(t, preset)
     with torch.device("meta"):
-        got = n_params(ARCHS[arch](t, preset))
-    assert got == recurrent_sizes(t, arch, preset)["params"]  # the count formulas are exact
+        got = n_params(build_model(t, arch, preset))
+    assert got == arch_sizes(t, arch, preset)["params"]  # the count formulas are exact
     assert abs(got - target) / target <= 0.02
 
 

@@ -53,7 +53,7 @@ from ....interp.attention_taps import HeadTensors, attention_gradients
 from ....probes import routing_law as rl
 from ....probes import update_alignment as ua
 from ....records import write_table
-from ....windtunnel.architectures import ATTENTION_ARCHS
+from ....windtunnel.architectures import attention_archs
 from ....windtunnel.seeds import Purpose, stream
 from ....windtunnel.task import TaskBatch, TaskConfigError, TokenTask
 from ....windtunnel.train_config import TrainConfig
@@ -135,9 +135,9 @@ class DynamicsMonitor:
         return self._batch
 
     def check(self, cfg: TrainConfig) -> None:
-        if cfg.arch not in ATTENTION_ARCHS:
+        if cfg.arch not in attention_archs():
             raise TaskConfigError(f"--monitor-every reads attention heads; arch {cfg.arch!r} "
-                                  f"has none (use one of {', '.join(ATTENTION_ARCHS)})")
+                                  f"has none (use one of {', '.join(attention_archs())})")
 
     def start(self, model: PreTrainedModel, task: TokenTask, seed: int, step: int) -> None:
         self._task = task
