@@ -37,7 +37,8 @@ TYPED := records infotheory probes interp
 typecheck: setup
 	$(BIN)/mypy $(foreach p,$(TYPED),-p bayesgeom.$(p))
 
-test: setup typecheck
+# the docs extras too: tests/test_api_reference.py builds the site and reads its inventory
+test: setup typecheck $(DOCS_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q tests
 

@@ -21,7 +21,32 @@ from __future__ import annotations
 import importlib
 import warnings
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # The façade's names as type checkers, editors and the API reference (griffe) read them,
+    # each from the module that defines it: ``interp.capture`` would read as the submodule
+    # ``interp/capture.py`` there. tests/test_api_reference.py holds this block to ``_NAMES``.
+    from .analyses.compare.config import CompareConfig
+    from .analyses.compare.run import run_compare
+    from .analyses.geometry.config import GeometryConfig
+    from .analyses.geometry.run import run_geometry
+    from .analyses.kit.models import open_model
+    from .analyses.registry import experiments
+    from .analyses.steer.config import SteerConfig
+    from .analyses.steer.run import run_steer
+    from .interp.capture import capture
+    from .interp.init_twin import random_init_twin
+    from .interp.intervention_kinds import AddVector, ProjectOut, ShiftAlong
+    from .interp.interventions import intervene
+    from .interp.loading import load
+    from .interp.sites import site_name
+    from .probes.entropy_axis import fit_entropy_axis
+    from .probes.entropy_probe import entropy_probe
+    from .probes.pca_summary import summarize_pca
+    from .windtunnel.runs import load_run, read_run
+    from .windtunnel.train_config import TrainConfig
+    from .windtunnel.training import train
 
 # huggingface_hub imports tqdm.auto, which in a Jupyter kernel without ipywidgets warns
 # "IProgress not found" as it is imported: every notebook opened with that warning. bayesgeom's
