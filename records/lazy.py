@@ -7,18 +7,23 @@ A package lists its public names as ordinary relative imports inside ``if TYPE_C
 source, so each name is declared once. ``from package import name`` and ``package.name`` then
 import ``name``'s submodule when first asked for; ``whole=True`` imports every listed
 submodule at the first such request (a package whose submodules register themselves, like the
-wind tunnels' task registry).
+wind tunnels' task registry). A name that is no export but one of the package's submodules
+is that submodule, imported on first use (:func:`submodule`), so every module is reachable
+from ``import bayesgeom as bg`` by attributes alone (``bg.interp.attention_taps``).
 
 Example:
     >>> from bayesgeom import interp
     >>> exports(interp.__name__)["load"], exports(interp.__name__)["capture"]
     (('.loading', 'load'), ('.capture', 'capture'))
+    >>> interp.sites.site_name("attn.v", 3)  # a submodule, imported when first asked for
+    'attn.3.v'
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import sys
 import types
 from collections.abc import Callable
@@ -56,9 +61,24 @@ class LazyPackage(types.ModuleType):
         super().__setattr__(name, value)
 
 
+def submodule(package: str, name: str) -> types.ModuleType:
+    """The submodule ``package.name``, imported (a module ``__getattr__``'s last resort); an
+    ``AttributeError`` when there is none."""
+    if name.startswith("__") or importlib.util.find_spec(f"{package}.{name}") is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return importlib.import_module(f"{package}.{name}")
+
+
+def submodules(package: str) -> Callable[[str], types.ModuleType]:
+    """A module ``__getattr__`` for a package with no lazy exports: each submodule imported when
+    it is first asked for (:func:`submodule`)."""
+    return lambda name: submodule(package, name)
+
+
 def lazy_exports(package: str, whole: bool = False) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package`` (its ``__name__``) importing each of its
-    :func:`exports` on first use (``whole``: all of them at the first use)."""
+    :func:`exports` on first use (``whole``: all of them at the first use), and any other
+    submodule by its name (:func:`submodule`)."""
     module = sys.modules[package]  # the package being initialised
     names = exports(package)
     module.__class__ = LazyPackage
@@ -72,7 +92,7 @@ def lazy_exports(package: str, whole: bool = False) -> Callable[[str], Any]:
 
     def __getattr__(name: str) -> Any:
         if name not in names:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            return submodule(package, name)
         if whole:
             for other in names:
                 if other not in vars(module):

@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...records import to_json
+from ...records.lazy import submodule
 from .errors import ExperimentError
 from .options import add_options, config_from_args, given_values
 from .parser import Parser
@@ -75,12 +76,13 @@ def resolve(obj: Any) -> Any:
 
 def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package`` (its ``__name__``) importing each of ``names``
-    (name -> its submodule) on first use, so that importing the package stays cheap."""
+    (name -> its submodule) on first use, so that importing the package stays cheap; any other
+    submodule by its name (``bg.analyses.steer.report``; :func:`records.lazy.submodule`)."""
     module = sys.modules[package]  # the package being initialised
 
     def __getattr__(name: str) -> Any:
         if name not in names:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            return submodule(package, name)
         value = Later(f"{package}.{names[name]}", name).get()
         setattr(module, name, value)
         return value
