@@ -44,7 +44,8 @@ FAST := tests/records tests/infotheory tests/probes tests/interp tests/test_impo
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow" $(FAST)
 
-test: setup typecheck
+# the docs extras too: tests/test_api_reference.py builds the site and reads its inventory
+test: setup typecheck $(DOCS_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q tests
 

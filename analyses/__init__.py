@@ -9,3 +9,8 @@ stand on :mod:`analyses.kit` (run options, the error type, the one run writer,
 :func:`analyses.kit.models.open_model`, which turns any model spec, wind tunnels included, into an
 :class:`interp.InterpModel`) and :mod:`analyses.prompts` (the prompt data layer).
 """
+
+from ..records.lazy import submodules
+
+#: each subpackage and module by its name, imported on first use (``bg.analyses.steer``)
+__getattr__ = submodules(__name__)

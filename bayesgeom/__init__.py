@@ -41,25 +41,30 @@ except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
 
 if TYPE_CHECKING:
+    # The façade's names, each from the module that defines it (type checkers, editors and the
+    # API reference read them here; ``interp.capture`` would read as the submodule
+    # ``interp/capture.py`` to griffe). records.lazy imports each on first use from these lines.
     from . import analyses, infotheory, interp, probes, records, windtunnel
-    from .analyses.compare import CompareConfig, run_compare
-    from .analyses.geometry import GeometryConfig, run_geometry
+    from .analyses.compare.config import CompareConfig
+    from .analyses.compare.run import run_compare
+    from .analyses.geometry.config import GeometryConfig
+    from .analyses.geometry.run import run_geometry
     from .analyses.kit.models import open_model
     from .analyses.registry import experiments
-    from .analyses.steer import SteerConfig, run_steer
-    from .interp import (
-        AddVector,
-        ProjectOut,
-        ShiftAlong,
-        capture,
-        intervene,
-        load,
-        random_init_twin,
-        site_name,
-    )
-    from .probes import entropy_probe, fit_entropy_axis, summarize_pca
+    from .analyses.steer.config import SteerConfig
+    from .analyses.steer.run import run_steer
+    from .interp.capture import capture
+    from .interp.init_twin import random_init_twin
+    from .interp.intervention_kinds import AddVector, ProjectOut, ShiftAlong
+    from .interp.interventions import intervene
+    from .interp.loading import load
+    from .interp.sites import site_name
+    from .probes.entropy_axis import fit_entropy_axis
+    from .probes.entropy_probe import entropy_probe
+    from .probes.pca_summary import summarize_pca
     from .windtunnel.runs import load_run, read_run
-    from .windtunnel.training import TrainConfig, train
+    from .windtunnel.train_config import TrainConfig
+    from .windtunnel.training import train
 
 #: the subpackages, importable as attributes (``bg.interp``, ``bg.probes`` ...)
 SUBPACKAGES = ("records", "infotheory", "interp", "probes", "windtunnel", "analyses")

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+#: ln 2: nats / LN2 = bits
 LN2 = math.log(2.0)
 #: floor applied to q in KL(p ‖ q) from probabilities, so an impossible event stays finite
 KL_FLOOR = 1e-300

@@ -51,7 +51,7 @@ def compatibilities(u: np.ndarray, v: np.ndarray, kv_of_query: Sequence[int]) ->
 
 
 def advantages(alpha: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """b_ij − E_{α_i}[b] [N, H, T, Tk]."""
+    """The advantages b_ij − E_{α_i}[b]: [N, H, T, Tk]."""
     return b - (alpha * b).sum(-1, keepdims=True)
 
 

@@ -34,7 +34,7 @@ The observed best is compared with each maximum's distribution by the one-sided 
 Example:
     >>> rng = np.random.default_rng(0)
     >>> tv = rng.random((200, 30))  # 30 heads that know nothing: their best is luck
-    >>> s = head_scores(tv)
+    >>> s = head_posterior_scores(tv)
     >>> cf = cross_fit(tv, n_repeats=5, seed=0)
     >>> print(f"best {s.max():.2f}, mean {s.mean():.2f}, held out {cf.held_out.mean():.2f}")
     best 0.55, mean 0.50, held out 0.52
@@ -53,7 +53,7 @@ from .posterior_consistency import attention_posterior_tv, defined_prompts
 CONCENTRATION = 1.0
 
 
-def head_scores(tv: np.ndarray) -> np.ndarray:
+def head_posterior_scores(tv: np.ndarray) -> np.ndarray:
     """[H]: 1 − mean TV over the prompts where each head is defined (NaN: none); ``tv``
     [N, H]."""
     t = np.asarray(tv, dtype=np.float64)
@@ -63,7 +63,7 @@ def head_scores(tv: np.ndarray) -> np.ndarray:
 
 
 def _pick(tv: np.ndarray) -> int:
-    s = head_scores(tv)
+    s = head_posterior_scores(tv)
     return int(np.nanargmax(s)) if np.isfinite(s).any() else -1
 
 
@@ -179,7 +179,7 @@ def max_null(name: str, maxima: np.ndarray, observed: float, n_heads: int,
 
 def _best_of(mass: np.ndarray, count: np.ndarray, bayes: np.ndarray) -> float:
     """The best head's score of ``mass`` [N, H, K] on the prompts (module doc)."""
-    s = head_scores(attention_posterior_tv(mass, count, bayes))
+    s = head_posterior_scores(attention_posterior_tv(mass, count, bayes))
     return float(np.nanmax(s)) if np.isfinite(s).any() else float("nan")
 
 

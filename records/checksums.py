@@ -58,6 +58,7 @@ def write_checksums(root: str | Path, files: Iterable[str | Path] | None = None)
 
 
 def has_checksums(root: str | Path) -> bool:
+    """Whether ``root`` holds a checksum record (:func:`write_checksums`)."""
     return (Path(root) / CHECKSUMS).is_file()
 
 

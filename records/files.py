@@ -134,6 +134,7 @@ def read_table(path: str | Path, columns: tuple[str, ...] = (),
 
 
 def write_text(path: str | Path, text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically; returns ``path``."""
     return atomic_write_text(path, text)
 
 

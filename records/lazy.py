@@ -12,6 +12,9 @@ submodule when first asked for (``from . import sub`` exports the subpackage its
 ``whole=True`` imports every listed submodule at the first such request (a package whose
 submodules register themselves, like the wind tunnels' task registry). This module imports
 nothing but the standard library, so that any package, the bottom one included, can use it.
+A name that is no export but one of the package's submodules is that submodule, imported on
+first use (:func:`submodule`), so every module is reachable from ``import bayesgeom as bg`` by
+attributes alone (``bg.interp.attention_taps``).
 
 Example:
     >>> from bayesgeom import interp
@@ -20,12 +23,15 @@ Example:
     >>> import bayesgeom  # the façade exports its subpackages: ``from . import interp``
     >>> exports("bayesgeom")["interp"], bayesgeom.interp is interp, callable(bayesgeom.capture)
     (('.', 'interp'), True, True)
+    >>> interp.sites.site_name("attn.v", 3)  # a submodule, imported when first asked for
+    'attn.3.v'
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import sys
 import types
 from collections.abc import Callable
@@ -64,9 +70,24 @@ class LazyPackage(types.ModuleType):
         super().__setattr__(name, value)
 
 
+def submodule(package: str, name: str) -> types.ModuleType:
+    """The submodule ``package.name``, imported (a module ``__getattr__``'s last resort); an
+    ``AttributeError`` when there is none."""
+    if name.startswith("__") or importlib.util.find_spec(f"{package}.{name}") is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return importlib.import_module(f"{package}.{name}")
+
+
+def submodules(package: str) -> Callable[[str], types.ModuleType]:
+    """A module ``__getattr__`` for a package with no lazy exports: each submodule imported when
+    it is first asked for (:func:`submodule`)."""
+    return lambda name: submodule(package, name)
+
+
 def lazy_exports(package: str, whole: bool = False) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package`` (its ``__name__``) importing each of its
-    :func:`exports` on first use (``whole``: all of them at the first use)."""
+    :func:`exports` on first use (``whole``: all of them at the first use), and any other
+    submodule by its name (:func:`submodule`)."""
     module = sys.modules[package]  # the package being initialised
     names = exports(package)
     module.__class__ = LazyPackage
@@ -83,7 +104,7 @@ def lazy_exports(package: str, whole: bool = False) -> Callable[[str], Any]:
 
     def __getattr__(name: str) -> Any:
         if name not in names:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            return submodule(package, name)
         if whole:
             for other in names:
                 if other not in vars(module):

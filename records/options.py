@@ -73,8 +73,10 @@ def option(default: Any, help: str, *, factory: Callable[[], Any] | None = None,
     return dataclasses.field(default=default, metadata=meta)
 
 
-#: every seed's range, declared once (torch.manual_seed takes seeds below 2**64)
-SEED_MIN, SEED_MAX = 0, 2**64 - 1
+#: the smallest seed (every seed's range is declared once, here)
+SEED_MIN = 0
+#: the largest seed: ``torch.manual_seed`` takes seeds below 2**64
+SEED_MAX = 2**64 - 1
 
 
 def seed_option(default: int = 0, help: str = "random seed", **kw: Any) -> Any:

@@ -76,8 +76,12 @@ def from_json(cls: type[T], data: Any) -> T:
 
 
 def write_result(path: str | Path, result: Any) -> Path:
+    """Write the result dataclass ``result`` as strict JSON (:func:`to_json`) to ``path``,
+    atomically; returns ``path``."""
     return write_json(path, to_json(result))
 
 
 def read_result(cls: type[T], path: str | Path) -> T:
+    """The ``cls`` dataclass that :func:`write_result` wrote to ``path`` (a missing or damaged
+    file is a :class:`~records.errors.FileFault`; a file of another shape a ``dacite`` error)."""
     return from_json(cls, read_json(path))

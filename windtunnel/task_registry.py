@@ -31,6 +31,7 @@ class _Registered:
     config_cls: type
 
 
+#: task name -> its class and config class, filled by :func:`register_task`
 TASKS: dict[str, _Registered] = {}
 
 

@@ -14,7 +14,7 @@ zero-attention rows; an LSTM: no zero-FFN either -- its blocks have no sublayer)
   (``attn_out.L`` := 0) and ``zero_ffn`` (``mlp_out.L`` := 0).
 * ``cumulative``: layers 0..L bypassed, for each L (the last row is the embedding-only model).
 
-    from analyses.ablate.run import run_ablations
+    from bayesgeom.analyses.ablate.run import run_ablations
     res = run_ablations("runs/bijection")      # a run directory, or an interp.InterpModel
     print(res.table())
 

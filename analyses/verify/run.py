@@ -70,7 +70,7 @@ from ...probes.posterior_consistency import (
 )
 from ...probes.selection_control import (
     cross_fit,
-    head_scores,
+    head_posterior_scores,
     max_null,
     occurrence_weights,
     random_heads_max,
@@ -149,7 +149,7 @@ def head_tracking(pats: list[np.ndarray], pats_twin: list[np.ndarray], tok: np.n
         ok = defined_prompts(count, pp.bayes)
         tv = attention_posterior_tv(mass, count, pp.bayes)  # [N, H]
         tv0 = attention_posterior_tv(mass0, count, pp.bayes)
-        c, c0 = head_scores(tv), head_scores(tv0)
+        c, c0 = head_posterior_scores(tv), head_posterior_scores(tv0)
         r = tracking_correlation(mass, count, pp.bayes)
         r0 = tracking_correlation(mass0, count, pp.bayes)
         null = np.stack([tracking_correlation(mass, count, b) for b in nulls])  # [n_null, H]

@@ -13,6 +13,8 @@ from .mistral import MISTRAL
 from .phi import PHI
 from .recurrent import LSTM, MAMBA, MAMBA2
 
+#: the first-class family adapters; a model whose ``config.model_type`` none of them lists gets
+#: the generic one (:func:`adapter_for`)
 FAMILIES: tuple[FamilyAdapter, ...] = (GPT_NEOX, PHI, LLAMA, MISTRAL, GPT2, MAMBA, MAMBA2, LSTM)
 
 

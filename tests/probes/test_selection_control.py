@@ -15,7 +15,7 @@ from bayesgeom.probes.posterior_consistency import (
 )
 from bayesgeom.probes.selection_control import (
     cross_fit,
-    head_scores,
+    head_posterior_scores,
     max_null,
     occurrence_weights,
     random_heads_max,
@@ -69,10 +69,10 @@ def test_cross_fitting_deflates_a_selected_best_of_random_heads_and_keeps_a_real
     rng = np.random.default_rng(0)
     tv = rng.random((40, 50))  # 50 heads that know nothing: their best is luck
     cf = cross_fit(tv, n_repeats=10, seed=1)
-    best = head_scores(tv).max()
+    best = head_posterior_scores(tv).max()
     assert cf.held_out.shape == (10,) and (cf.folds >= 0).all()
     assert cf.held_out.mean() < best - 0.05
-    assert cf.held_out.mean() == pytest.approx(head_scores(tv).mean(), abs=0.05)
+    assert cf.held_out.mean() == pytest.approx(head_posterior_scores(tv).mean(), abs=0.05)
     tv[:, 7] = 0.01  # head 7 is right on every prompt
     cf = cross_fit(tv, n_repeats=10, seed=1)
     assert (cf.picks == 7).all() and cf.held_out == pytest.approx(0.99)
@@ -116,7 +116,7 @@ def test_random_heads_are_dirichlet_over_the_occurrences():
     for _ in range(400):
         pat = np.where(tok[:, None] < 2, rng.gamma(1.0, size=(60, 5, tok.shape[1])), 0.0)
         tv = attention_posterior_tv(hypothesis_mass(pat, tok, hyp)[0], count, bayes)
-        slow.append(np.nanmax(head_scores(tv)))
+        slow.append(np.nanmax(head_posterior_scores(tv)))
     assert fast.mean() == pytest.approx(np.mean(slow), abs=0.01)
     assert fast.std() == pytest.approx(np.std(slow), rel=0.25)
     # centred on uniform attention: one random head scores below it (TV is convex)
@@ -129,7 +129,7 @@ def test_re_dealing_leaves_a_counting_head_as_it_is_and_breaks_an_exact_one():
     uniform = np.where(tok < 2, 1.0, 0.5)  # every occurrence alike
     pat = np.stack([uniform / uniform.sum(1, keepdims=True), exact_pattern(tok, bayes)], 1)
     mass, count = hypothesis_mass(pat, tok, hyp)
-    score = head_scores(attention_posterior_tv(mass, count, bayes))
+    score = head_posterior_scores(attention_posterior_tv(mass, count, bayes))
     w, h = occurrence_weights(pat, tok, hyp)
     only_uniform = shuffled_heads_max(w[:, :1], h, count, bayes, n_draws=50, seed=0)
     assert only_uniform == pytest.approx(score[0])  # counting is unchanged by re-dealing
@@ -146,7 +146,7 @@ def _planted(n_heads=40, seed=0, exact=False):
         pat[:, n_heads // 2] = exact_pattern(tok, bayes)
     mass, count = hypothesis_mass(pat, tok, hyp)
     tv = attention_posterior_tv(mass, count, bayes)
-    best = float(np.nanmax(head_scores(tv)))
+    best = float(np.nanmax(head_posterior_scores(tv)))
     held = cross_fit(tv, group, n_repeats=10, seed=seed).held_out.mean()
     uni = 1 - np.nanmean(uniform_attention_tv(count, bayes))
     w, h = occurrence_weights(pat, tok, hyp)
