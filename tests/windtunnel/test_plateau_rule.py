@@ -9,6 +9,8 @@ from bayesgeom.windtunnel.plateau_rule import plateaued
 from bayesgeom.windtunnel.task import TaskConfigError
 from bayesgeom.windtunnel.training import TrainConfig, train
 
+from ..conftest import Killed, die_at
+
 
 def test_a_flat_curve_plateaus_and_a_falling_one_does_not():
     assert plateaued([1.0, 1.0, 1.0, 1.0], window=3, tol=0.0)
@@ -29,10 +31,6 @@ def _cfg(**kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
-class Kill(Exception):
-    pass
-
-
 def test_a_run_stops_on_the_plateau_and_records_why(tmp_path):
     # tol 0.99: only a 100-fold drop counts, so the second evaluation (step 4) ends the run
     res = train(_cfg(), tmp_path / "run", progress=False)
@@ -41,10 +39,8 @@ def test_a_run_stops_on_the_plateau_and_records_why(tmp_path):
     assert rec["stop_reason"] == "plateau" and rec["steps_done"] == 4
     assert rec["config"]["plateau_window"] == 1 and rec["config"]["plateau_metric"] == "kl_bits"
     # a kill before the stop resumes to the same step and numbers
-    def die(step):
-        if step == 3:
-            raise Kill
-    with pytest.raises(Kill):
+    die = die_at(3)
+    with pytest.raises(Killed):
         train(_cfg(), tmp_path / "cut", on_step=die, progress=False)
     again = train(_cfg(), tmp_path / "cut", progress=False)
     assert (again.stop_reason, again.steps_done) == ("plateau", 4)

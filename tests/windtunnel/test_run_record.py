@@ -33,21 +33,11 @@ from bayesgeom.windtunnel.runs import (
 )
 from bayesgeom.windtunnel.training import TrainConfig, train
 
+from ..conftest import Killed, die_at
+
 TINY = dict(task="bijection", task_params={"V": 5}, preset="tiny", batch_size=16, lr=5e-3,
             warmup_steps=1, eval_size=16, final_eval_size=16, eval_every=3, ckpt_every=3,
             dense_ckpt_until=4, dense_ckpt_every=2)
-
-
-class Kill(Exception):
-    pass
-
-
-def _die_at(n: int):
-    def die(step: int) -> None:
-        if step == n:
-            raise Kill
-
-    return die
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +50,8 @@ def finished(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def unfinished(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("record") / "cut"
-    with pytest.raises(Kill):
-        train(TrainConfig(steps=6, **TINY), out, on_step=_die_at(5), progress=False)
+    with pytest.raises(Killed):
+        train(TrainConfig(steps=6, **TINY), out, on_step=die_at(5), progress=False)
     return out
 
 

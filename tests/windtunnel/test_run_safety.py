@@ -24,6 +24,8 @@ from bayesgeom.windtunnel.runs import NotARunError, is_windtunnel_dir, load_run
 from bayesgeom.windtunnel.task import TaskConfigError
 from bayesgeom.windtunnel.training import DivergenceError, TrainConfig, train
 
+from ..conftest import Killed, die_at
+
 ROOT = Path(__file__).resolve().parents[2]
 BASE = dict(preset="tiny", steps=20, batch_size=16, warmup_steps=2, eval_every=20,
             eval_size=32, ckpt_every=10)
@@ -32,18 +34,6 @@ BASE = dict(preset="tiny", steps=20, batch_size=16, warmup_steps=2, eval_every=2
 def _cfg(task_params=None, task="bijection", **kw) -> TrainConfig:
     return TrainConfig(task=task, task_params={"V": 6} if task_params is None else task_params,
                        **{**BASE, "final_eval_size": 64, **kw})
-
-
-class Kill(Exception):
-    pass
-
-
-def _die_at(n: int):
-    def die(step: int) -> None:
-        if step == n:
-            raise Kill
-
-    return die
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +126,8 @@ def test_eval_options_are_checked(tmp_path, capsys):
 
 # ---------------------------------------------------------------- checksums on every reuse
 def _kill_with_checkpoint(out: Path) -> Path:
-    with pytest.raises(Kill):
-        train(_cfg(), out, on_step=_die_at(15), progress=False)
+    with pytest.raises(Killed):
+        train(_cfg(), out, on_step=die_at(15), progress=False)
     return out / "checkpoints" / "step-0000010"
 
 
@@ -268,8 +258,8 @@ def test_finished_run_records_checksums_of_what_is_reused(finished):
 
 # ---------------------------------------------------------------- which run a folder holds
 def test_crashed_run_restarts_in_place_with_other_settings(tmp_path, capsys):
-    with pytest.raises(Kill):
-        train(_cfg(lr=0.05), tmp_path / "r", on_step=_die_at(15), progress=False)
+    with pytest.raises(Killed):
+        train(_cfg(lr=0.05), tmp_path / "r", on_step=die_at(15), progress=False)
     capsys.readouterr()
     res = train(_cfg(lr=0.01), tmp_path / "r", progress=False)
     err = capsys.readouterr().err

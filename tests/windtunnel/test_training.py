@@ -12,6 +12,8 @@ from bayesgeom.windtunnel.runs import NotARunError, RunDirError, load_run
 from bayesgeom.windtunnel.task import TaskConfigError
 from bayesgeom.windtunnel.training import TrainConfig, lr_at, train
 
+from ..conftest import Killed, die_at
+
 
 def _cfg(**kw) -> TrainConfig:
     base = dict(
@@ -30,10 +32,6 @@ def _cfg(**kw) -> TrainConfig:
     )
     base.update(kw)
     return TrainConfig(**base)
-
-
-class Kill(Exception):
-    pass
 
 
 def test_short_training_lowers_entropy_mae(tmp_path):
@@ -59,11 +57,9 @@ def test_kill_and_resume_equals_uninterrupted(tmp_path):
     cfg = _cfg(log_every=7)
     full = train(cfg, tmp_path / "full", progress=False)
 
-    def die(step: int) -> None:
-        if step == 25:
-            raise Kill
+    die = die_at(25)
 
-    with pytest.raises(Kill):
+    with pytest.raises(Killed):
         train(cfg, tmp_path / "cut", on_step=die, progress=False)
     assert json.loads((tmp_path / "cut" / "run.json").read_text())["status"] == "running"
     resumed = train(cfg, tmp_path / "cut", progress=False)
@@ -105,11 +101,9 @@ def test_unrelated_nonempty_dir_is_refused(tmp_path):
 
 
 def test_corrupt_checkpoint_is_reported(tmp_path):
-    def die(step: int) -> None:
-        if step == 15:
-            raise Kill
+    die = die_at(15)
 
-    with pytest.raises(Kill):
+    with pytest.raises(Killed):
         train(_cfg(), tmp_path / "r", on_step=die, progress=False)
     ck = tmp_path / "r" / "checkpoints" / "step-0000010"
     (ck / "model.safetensors").write_bytes(b"not a safetensors file")
@@ -193,11 +187,9 @@ def test_a_prepare_hook_is_named_in_the_runs_identity_and_resumes_with_it(tmp_pa
     cfg = _cfg(steps=20, intervention="halve_emb")
     full = train(cfg, tmp_path / "full", progress=False, prepare=_halve_embeddings)
 
-    def die(step: int) -> None:
-        if step == 12:
-            raise Kill
+    die = die_at(12)
 
-    with pytest.raises(Kill):
+    with pytest.raises(Killed):
         train(cfg, tmp_path / "cut", on_step=die, progress=False, prepare=_halve_embeddings)
     resumed = train(cfg, tmp_path / "cut", progress=False, prepare=_halve_embeddings)
     a, b = (load_run(tmp_path / d).model.state_dict() for d in ("full", "cut"))

@@ -18,6 +18,8 @@ from bayesgeom.windtunnel.seeds import Purpose, stream
 from bayesgeom.windtunnel.task import TaskConfigError
 from bayesgeom.windtunnel.training import TrainConfig, task_loss, train
 
+from ..conftest import Killed, die_at
+
 
 def _cfg(**kw) -> TrainConfig:
     base = dict(task="bijection", task_params={"V": 6}, preset="tiny", steps=40, batch_size=32,
@@ -87,19 +89,13 @@ def test_a_monitor_changes_nothing_of_training_and_logs_its_columns(tmp_path):
     assert "monitor_every" not in settings[0] and settings[1]["monitor_every"] == 5
 
 
-class Kill(Exception):
-    pass
-
-
 def test_a_resumed_run_logs_the_monitor_rows_of_an_uninterrupted_one(tmp_path):
     cfg = _cfg(monitor_every=5)
     full = train(cfg, tmp_path / "full", progress=False, monitor=WeightMonitor())
 
-    def die(step: int) -> None:
-        if step == 27:
-            raise Kill
+    die = die_at(27)
 
-    with pytest.raises(Kill):
+    with pytest.raises(Killed):
         train(cfg, tmp_path / "cut", on_step=die, progress=False, monitor=WeightMonitor())
     mon = WeightMonitor()
     resumed = train(cfg, tmp_path / "cut", progress=False, monitor=mon)

@@ -15,6 +15,8 @@ from bayesgeom.analyses.cli import main
 from bayesgeom.windtunnel.runs import load_run
 from bayesgeom.windtunnel.training import TrainConfig, train
 
+from ...conftest import Killed, die_at
+
 TINY = dict(preset="tiny", batch_size=16, lr=5e-3, warmup_steps=2, eval_size=32,
             final_eval_size=32, log_every=5)
 
@@ -92,14 +94,9 @@ def test_retrain_zeroes_top_attention_while_training_and_resumes(hmm, tmp_path):
     assert seen["attn_out.1"] and max(seen["attn_out.1"]) == 0.0
     assert min(seen["attn_out.0"]) > 0
 
-    class Kill(Exception):
-        pass
+    die = die_at(3)
 
-    def die(step: int) -> None:
-        if step == 3:
-            raise Kill
-
-    with pytest.raises(Kill):
+    with pytest.raises(Killed):
         train(cfg, tmp_path / "cut", progress=False, on_step=die, prepare=zero_top_attention(1))
     train(cfg, tmp_path / "cut", progress=False, prepare=zero_top_attention(1))
     a, b = (load_run(tmp_path / d).model.state_dict() for d in ("full", "cut"))

@@ -19,6 +19,8 @@ from bayesgeom.windtunnel import make_token_task
 from bayesgeom.windtunnel.architectures import build_model
 from bayesgeom.windtunnel.training import TrainConfig, task_loss, train
 
+from ....conftest import Killed, die_at
+
 
 def _step_on_attention(layer: int, sign: float) -> dict[str, float]:
     """The monitor's row after one plain gradient step (``sign`` +1: descent, −1: ascent) of
@@ -63,10 +65,6 @@ def _cfg(**kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
-class Kill(Exception):
-    pass
-
-
 def test_the_monitor_changes_nothing_of_training_and_resumes_bit_for_bit(tmp_path):
     plain = train(_cfg(), tmp_path / "plain", progress=False)
     cfg = _cfg(monitor_every=5)
@@ -77,11 +75,9 @@ def test_the_monitor_changes_nothing_of_training_and_resumes_bit_for_bit(tmp_pat
         .reset_index(drop=True), check_exact=True)
     assert full.report.entropy_mae_bits == plain.report.entropy_mae_bits
 
-    def die(step: int) -> None:
-        if step == 17:
-            raise Kill
+    die = die_at(17)
 
-    with pytest.raises(Kill):
+    with pytest.raises(Killed):
         train(cfg, tmp_path / "cut", on_step=die, progress=False,
               monitor=DynamicsMonitor(batch_size=16))
     resumed = train(cfg, tmp_path / "cut", progress=False,
