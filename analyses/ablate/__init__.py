@@ -14,8 +14,7 @@ if TYPE_CHECKING:
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "ablate",
-    "head and layer ablations of a wind-tunnel model (and the top-attention retrain)",
-    "AblateConfig", "run_ablate"),)
+    "head and layer ablations of a wind-tunnel model (and the top-attention retrain)"),)
 
 __all__ = ["EXPERIMENTS", "AblateConfig", "AblateResult", "run_ablate"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

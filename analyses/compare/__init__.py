@@ -15,7 +15,6 @@ GEOMETRY_CONFIG = f"{__name__.rpartition('.')[0]}.geometry.config"
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "compare", "side-by-side geometry of several models (small vs large)",
-    "CompareConfig", "run_compare",
     nested={"geometry": (Later(GEOMETRY_CONFIG, "GeometryConfig"), ("model", "out"))}),)
 
 __all__ = ["EXPERIMENTS", "CompareConfig", "CompareResult", "run_compare"]

@@ -11,8 +11,7 @@ if TYPE_CHECKING:
     from .run import run_demo
 
 EXPERIMENTS = (Experiment.in_package(
-    __name__, "demo", "the main job: train, evaluate, compare, steer and report",
-    "DemoConfig", "run_demo"),)
+    __name__, "demo", "the main job: train, evaluate, compare, steer and report"),)
 
 __all__ = ["EXPERIMENTS", "DemoConfig", "DemoResult", "run_demo"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "detect", "key-frame orthogonality (1 − mean |cos|, Paper I) of every head, beside "
-    "isotropy and utilisation, with the random-init twin and random vectors",
-    "DetectConfig", "run_detect"),)
+    "isotropy and utilisation, with the random-init twin and random vectors"),)
 
 __all__ = ["EXPERIMENTS", "DetectConfig", "DetectResult", "HeadFrame", "run_detect"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

@@ -14,8 +14,7 @@ if TYPE_CHECKING:
 EXPERIMENTS = (Experiment.in_package(
     __name__, "extrapolate",
     "train each positional scheme at length L on long_recall and evaluate at "
-    "L x m (accuracy, calibration, extrapolation ratio)",
-    "ExtrapolateConfig", "run_extrapolate"),)
+    "L x m (accuracy, calibration, extrapolation ratio)"),)
 
 __all__ = ["EXPERIMENTS", "ExtrapolateConfig", "ExtrapolateResult", "run_extrapolate"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

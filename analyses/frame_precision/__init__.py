@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 EXPERIMENTS = (Experiment.in_package(
     __name__, "frame-precision",
     "frame (attention to the final model, key orthogonality, attention "
-    "mass) against precision (MAE, value manifold) over dense checkpoints",
-    "FramePrecisionConfig", "run_frame_precision"),)
+    "mass) against precision (MAE, value manifold) over dense checkpoints"),)
 
 __all__ = ["EXPERIMENTS", "FramePrecisionConfig", "run_frame_precision"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

@@ -11,8 +11,7 @@ if TYPE_CHECKING:
     from .run import run_geometry
 
 EXPERIMENTS = (Experiment.in_package(
-    __name__, "geometry", "Paper III value/key/attention geometry on real text",
-    "GeometryConfig", "run_geometry"),)
+    __name__, "geometry", "Paper III value/key/attention geometry on real text"),)
 
 __all__ = ["EXPERIMENTS", "GeometryConfig", "GeometryResult", "run_geometry"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

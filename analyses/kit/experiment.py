@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...records import to_json
+from ...records.lazy import exports
 from .errors import ExperimentError
 from .options import add_options, config_from_args, given_values
 from .parser import Parser
@@ -95,14 +96,28 @@ class Experiment:
         self.arguments, self.prepare = arguments, prepare
 
     @classmethod
-    def in_package(cls, package: str, name: str, help: str, config: str, run: str,
+    def in_package(cls, package: str, name: str, help: str, config: str | None = None,
+                   run: str | None = None,
                    modules: tuple[str, str, str] = ("config", "run", "report"),
                    **kw: Any) -> Experiment:
         """The usual layout of an experiment folder ``package`` (its ``__name__``): the config
         class ``config`` in its ``config`` module, the function ``run`` in ``run`` and
         ``format_summary`` in ``report`` (``modules`` names others), each imported when the
-        command is chosen; ``kw`` as for the constructor."""
+        command is chosen; ``kw`` as for the constructor. ``config`` and ``run`` default to what
+        the package exports (:func:`records.lazy.exports`) from those modules: its one
+        ``*Config`` class and its one ``run_*`` function."""
         cmod, rmod, smod = (f"{package}.{m}" for m in modules)
+        listed = exports(package)
+
+        def one(module: str, fits: Callable[[str], bool]) -> str:
+            found = [n for n, (m, _) in listed.items() if m == f".{module}" and fits(n)]
+            if len(found) != 1:
+                raise TypeError(f"{package}: name the {module} of experiment {name!r} "
+                                f"(its package exports {found or 'none'} from .{module})")
+            return found[0]
+
+        config = config or one(modules[0], lambda n: n.endswith("Config"))
+        run = run or one(modules[1], lambda n: n.startswith("run_"))
         return cls(name, help, config=Later(cmod, config), run=Later(rmod, run),
                    summary=Later(smod, "format_summary"), **kw)
 

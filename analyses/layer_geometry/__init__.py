@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "layer-geometry", "per-layer resid_post geometry of a wind-tunnel model (any "
-    "architecture) against the exact posterior, with controls",
-    "LayerGeometryConfig", "run_layer_geometry"),)
+    "architecture) against the exact posterior, with controls"),)
 
 __all__ = ["EXPERIMENTS", "LayerGeometryConfig", "LayerGeometryResult", "run_layer_geometry"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

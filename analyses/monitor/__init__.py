@@ -15,8 +15,7 @@ EXPERIMENTS = (Experiment.in_package(
     __name__, "monitor",
     "the monitoring checklist (key orthogonality, coverage, domain separation, "
     "output posterior KL, extrapolation, convergence) as a pass/fail table with configurable "
-    "thresholds",
-    "MonitorConfig", "run_monitor"),)
+    "thresholds"),)
 
 __all__ = ["EXPERIMENTS", "MonitorConfig", "MonitorResult", "run_monitor"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

@@ -15,8 +15,7 @@ if TYPE_CHECKING:
 EXPERIMENTS = (Experiment.in_package(
     __name__, "stability",
     "metrics of a long_recall model against sequence length, the accuracy decay "
-    "curve and the critical length with its interval",
-    "StabilityConfig", "run_stability"),)
+    "curve and the critical length with its interval"),)
 
 __all__ = ["EXPERIMENTS", "StabilityConfig", "StabilityResult", "run_stability"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

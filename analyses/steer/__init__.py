@@ -11,8 +11,7 @@ if TYPE_CHECKING:
     from .run import run_steer
 
 EXPERIMENTS = (Experiment.in_package(
-    __name__, "steer", "cut / keep / shift the entropy axis vs random directions",
-    "SteerConfig", "run_steer"),)
+    __name__, "steer", "cut / keep / shift the entropy axis vs random directions"),)
 
 __all__ = ["EXPERIMENTS", "SteerConfig", "SteerResult", "run_steer"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

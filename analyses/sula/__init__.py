@@ -11,8 +11,7 @@ if TYPE_CHECKING:
     from .run import run_sula
 
 EXPERIMENTS = (Experiment.in_package(
-    __name__, "sula", "in-context Bayesian calibration (SULA) with its controls",
-    "SulaConfig", "run_sula"),)
+    __name__, "sula", "in-context Bayesian calibration (SULA) with its controls"),)
 
 __all__ = ["EXPERIMENTS", "SulaConfig", "SulaResult", "run_sula"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

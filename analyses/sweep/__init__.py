@@ -16,7 +16,6 @@ EXPERIMENTS = (Experiment.in_package(
     __name__, "sweep",
     "train a grid of wind-tunnel runs (tasks x archs x presets x seeds) and aggregate "
     "them",
-    "SweepConfig", "run_sweep",
     arguments=Later(f"{__name__}.config_file", "add_config_file"),
     prepare=Later(f"{__name__}.config_file", "config_file_values"),
     failed=lambda r: bool(r.failed)),)

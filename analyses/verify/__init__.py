@@ -15,8 +15,7 @@ EXPERIMENTS = (Experiment.in_package(
     __name__, "verify",
     "Bayesian consistency: attention vs the exact posterior per head (headline, judged "
     "against selection-aware controls), "
-    "output calibration beside it, with controls",
-    "VerifyConfig", "run_verify"),)
+    "output calibration beside it, with controls"),)
 
 __all__ = ["EXPERIMENTS", "VerifyConfig", "VerifyResult", "run_verify"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch

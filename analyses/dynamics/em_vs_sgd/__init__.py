@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 EXPERIMENTS = (Experiment.in_package(
     __name__, "em-vs-sgd", "the sticky Markov chain: the authors' SGD and learning-rate "
     "split, tuned baselines (SGD, per-matrix lrs, Adam) and an EM-like closed-form M-step "
-    "with its ablations, over seeds, with paired tests", "EmVsSgdConfig", "run_em_vs_sgd",
+    "with its ablations, over seeds, with paired tests",
     group="dynamics"),)
 
 __all__ = ["EXPERIMENTS", "EmVsSgdConfig", "EmVsSgdResult", "run_em_vs_sgd"]

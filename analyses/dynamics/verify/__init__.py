@@ -14,8 +14,7 @@ if TYPE_CHECKING:
 
 EXPERIMENTS = (Experiment.in_package(
     __name__, "verify", "the routing law, value update and Q/K gradients of every "
-    "attention head, predicted and compared with autograd", "DynamicsVerifyConfig",
-    "run_dynamics_verify", group="dynamics"),)
+    "attention head, predicted and compared with autograd", group="dynamics"),)
 
 __all__ = ["EXPERIMENTS", "DynamicsVerifyConfig", "DynamicsVerifyResult", "run_dynamics_verify"]
 #: each name is imported on first use (:mod:`records.lazy`): listing the commands imports no torch
