@@ -56,26 +56,10 @@ import torch
 from tqdm.auto import tqdm
 
 from ... import interp
+from ...probes import posterior_consistency as pc
+from ...probes import selection_control as sc
 from ...probes.multiple_testing import holm
 from ...probes.null_test import null_test
-from ...probes.posterior_consistency import (
-    attention_posterior_tv,
-    defined_prompts,
-    hypothesis_mass,
-    output_deviation,
-    permuted_within_groups,
-    tracking_correlation,
-    undefined_reason,
-    uniform_attention_tv,
-)
-from ...probes.selection_control import (
-    cross_fit,
-    head_posterior_scores,
-    max_null,
-    occurrence_weights,
-    random_heads_max,
-    shuffled_heads_max,
-)
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
@@ -139,20 +123,20 @@ def head_tracking(pats: list[np.ndarray], pats_twin: list[np.ndarray], tok: np.n
                   ) -> tuple[list[HeadTracking], HeadReadings]:
     """(one row per head, what the selection-aware controls read: :class:`HeadReadings`)."""
     rng = np.random.default_rng(cfg.seed)
-    nulls = [permuted_within_groups(pp.bayes, pp.group, rng) for _ in range(cfg.n_null)]
+    nulls = [pc.permuted_within_groups(pp.bayes, pp.group, rng) for _ in range(cfg.n_null)]
     rows, tvs, tvs0, ws = [], [], [], []
     hyp = np.zeros((len(tok), 1), dtype=np.int64)
     for L, a, a0 in tqdm(list(zip(layers, pats, pats_twin, strict=True)), desc="heads",
                          disable=not cfg.progress):
-        mass, count = hypothesis_mass(a, tok, pp.hyp_ids)
-        mass0 = hypothesis_mass(a0, tok, pp.hyp_ids)[0]
-        ok = defined_prompts(count, pp.bayes)
-        tv = attention_posterior_tv(mass, count, pp.bayes)  # [N, H]
-        tv0 = attention_posterior_tv(mass0, count, pp.bayes)
-        c, c0 = head_posterior_scores(tv), head_posterior_scores(tv0)
-        r = tracking_correlation(mass, count, pp.bayes)
-        r0 = tracking_correlation(mass0, count, pp.bayes)
-        null = np.stack([tracking_correlation(mass, count, b) for b in nulls])  # [n_null, H]
+        mass, count = pc.hypothesis_mass(a, tok, pp.hyp_ids)
+        mass0 = pc.hypothesis_mass(a0, tok, pp.hyp_ids)[0]
+        ok = pc.defined_prompts(count, pp.bayes)
+        tv = pc.attention_posterior_tv(mass, count, pp.bayes)  # [N, H]
+        tv0 = pc.attention_posterior_tv(mass0, count, pp.bayes)
+        c, c0 = sc.head_posterior_scores(tv), sc.head_posterior_scores(tv0)
+        r = pc.tracking_correlation(mass, count, pp.bayes)
+        r0 = pc.tracking_correlation(mass0, count, pp.bayes)
+        null = np.stack([pc.tracking_correlation(mass, count, b) for b in nulls])  # [n_null, H]
         share = mass.sum(-1)  # [N, H]: the un-renormalised share on hypothesis tokens
         for h in range(mass.shape[1]):
             p = null_test(float(r[h]), null[:, h]).p if np.isfinite(r[h]) else 1.0
@@ -164,7 +148,7 @@ def head_tracking(pats: list[np.ndarray], pats_twin: list[np.ndarray], tok: np.n
                                      mean_mass=float(share[:, h].mean()), carries=False,
                                      mass_defined=float(share[ok, h].mean()) if ok.any()
                                      else float("nan")))
-        w, hyp = occurrence_weights(a, tok, pp.hyp_ids)
+        w, hyp = sc.occurrence_weights(a, tok, pp.hyp_ids)
         tvs.append(tv)
         tvs0.append(tv0)
         ws.append(w)
@@ -195,18 +179,18 @@ def selection_controls(heads: list[HeadTracking], rd: HeadReadings, pp: Posterio
     heads re-dealt, as fields of :class:`AttentionConsistency`."""
     observed = heads[best].consistency
     n_heads = rd.tv.shape[1]
-    cf = cross_fit(rd.tv, pp.group, cfg.n_splits, cfg.seed)
-    cf0 = cross_fit(rd.tv_twin, pp.group, cfg.n_splits, cfg.seed)
-    uni = uniform_attention_tv(count, pp.bayes)
+    cf = sc.cross_fit(rd.tv, pp.group, cfg.n_splits, cfg.seed)
+    cf0 = sc.cross_fit(rd.tv_twin, pp.group, cfg.n_splits, cfg.seed)
+    uni = pc.uniform_attention_tv(count, pp.bayes)
     picks = cf.picks[cf.picks >= 0]
     nulls = []
     for name, maxima in (
-            ("random Dirichlet heads", random_heads_max(count, pp.bayes, n_heads, cfg.n_random,
+            ("random Dirichlet heads", sc.random_heads_max(count, pp.bayes, n_heads, cfg.n_random,
                                                         cfg.seed)),
-            ("re-dealt heads", shuffled_heads_max(rd.weights, rd.hyp, count,
+            ("re-dealt heads", sc.shuffled_heads_max(rd.weights, rd.hyp, count,
                                                               pp.bayes, cfg.n_random,
                                                               cfg.seed + 1))):
-        mn = max_null(name, maxima, observed, n_heads, cfg.alpha)
+        mn = sc.max_null(name, maxima, observed, n_heads, cfg.alpha)
         nulls.append(MaxControl(null=name, n_heads=n_heads, n_draws=mn.n_draws, mean=mn.mean,
                                 sd=mn.sd, quantile=mn.quantile, p=mn.p))
     held, held0 = cf.held_out, cf0.held_out
@@ -225,11 +209,11 @@ def attention_summary(heads: list[HeadTracking], rd: HeadReadings, pp: Posterior
     """(the headline over ``heads`` with its selection-aware controls, the index of the best
     head in ``heads`` or None)."""
     count = (tok[:, :, None] == np.asarray(pp.hyp_ids)[:, None, :]).sum(1)
-    ok = defined_prompts(count, pp.bayes)
+    ok = pc.defined_prompts(count, pp.bayes)
     shown = ((pp.bayes * (count > 0)).sum(1))[ok]
     c = np.array([h.consistency for h in heads])
     best = int(np.nanargmax(c)) if np.isfinite(c).any() else None
-    uni = uniform_attention_tv(count, pp.bayes)
+    uni = pc.uniform_attention_tv(count, pp.bayes)
     length = (tok >= 0).sum(1)
     extra = {} if best is None else {
         **selection_controls(heads, rd, pp, count, best, cfg),
@@ -244,7 +228,7 @@ def attention_summary(heads: list[HeadTracking], rd: HeadReadings, pp: Posterior
         shown_posterior_mass=float(shown.mean()) if ok.any() else float("nan"),
         layers=list(layers),
         layer_best=[_best([h.consistency for h in heads if h.layer == L]) for L in layers],
-        head_quantiles=_q(c), reason=undefined_reason(count, pp.bayes), **extra), best
+        head_quantiles=_q(c), reason=pc.undefined_reason(count, pp.bayes), **extra), best
 
 
 def group_mean_baseline(pp: PosteriorPrompts) -> np.ndarray:
@@ -258,7 +242,7 @@ def group_mean_baseline(pp: PosteriorPrompts) -> np.ndarray:
 
 def score(source: str, bayes: np.ndarray, p: np.ndarray) -> OutputScore:
     """Output calibration of ``p`` [N, K] against ``bayes`` [N, K]."""
-    tv, kl = output_deviation(bayes, p)
+    tv, kl = pc.output_deviation(bayes, p)
     return OutputScore(source=source, calibration=float(1 - tv.mean()), mean_tv=float(tv.mean()),
                        mean_kl_bits=float(kl.mean()))
 
@@ -285,9 +269,9 @@ def run_verify(cfg: VerifyConfig,
         attention, best = attention_summary(heads, readings, pp, tok, layers, cfg)
         attn_tv = readings.tv
         count = (tok[:, :, None] == np.asarray(pp.hyp_ids)[:, None, :]).sum(1)
-        tv, kl = output_deviation(pp.bayes, p_model)
+        tv, kl = pc.output_deviation(pp.bayes, p_model)
         per_prompt = pp.table().assign(
-            tv=tv, kl_bits=kl, uniform_attn_tv=uniform_attention_tv(count, pp.bayes),
+            tv=tv, kl_bits=kl, uniform_attn_tv=pc.uniform_attention_tv(count, pp.bayes),
             best_head_attn_tv=attn_tv[:, best] if best is not None else np.nan)
         groups = per_prompt.groupby(pp.group_name)[
             ["best_head_attn_tv", "uniform_attn_tv", "tv", "kl_bits", "h_bayes_bits"]].describe(
