@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("submitit")
 
 ARGV = ["sweep", "--tasks", "bijection", "--archs", "transformer", "--presets", "tiny",
-        "--seeds", "0", "--steps", "600", "--eval-every", "200", "--no-progress"]
+        "--seeds", "0", "--steps", "200", "--eval-every", "100", "--no-progress"]
 
 
 def _alive(pid: int) -> bool:
@@ -64,4 +64,4 @@ def test_a_stopped_sweep_leaves_no_worker_and_a_rerun_resumes(tmp_path, backend,
     res = json.loads(rerun.stdout)
     assert [c["status"] for c in res["cells"]] == ["trained"] and res["failed"] == 0
     rec = json.loads(next(out.glob("cells/*/run.json")).read_text())
-    assert rec["status"] == "done" and rec["steps_done"] == 600
+    assert rec["status"] == "done" and rec["steps_done"] == 200
