@@ -28,6 +28,7 @@ Example (needs the Hub or a cached copy):
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 from collections.abc import Iterator
@@ -49,6 +50,7 @@ from .model_files import (
     check_weight_files,
     damaged_fix,
     has_tokenizer_files,
+    loading_problem,
     pickle_refusal,
 )
 
@@ -57,6 +59,8 @@ DTYPES = {"float64": torch.float64, "fp64": torch.float64,
           "fp16": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
 #: what transformers says when use_safetensors=True meets a Hub repo without safetensors
 _NO_SAFETENSORS = "cannot be loaded with `safetensors`"
+#: how transformers' loader words its own errors about a checkpoint's tensors
+_LOADER_ERRORS = ("Error(s) in loading state_dict", "issues during automatic conversion")
 
 
 def parse_dtype(dtype: str | torch.dtype | None) -> torch.dtype | str | None:
@@ -168,6 +172,28 @@ def _no_conversion_bot() -> Iterator[None]:
             os.environ[key] = old
 
 
+class _NoLoadReport(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "LOAD REPORT" not in str(record.msg)
+
+
+@contextlib.contextmanager
+def _quiet_load_report() -> Iterator[None]:
+    """Hold back transformers' load report (a table of missing, unexpected and mismatched
+    tensors, logged as a warning): :func:`model_files.loading_problem` says the same in one line
+    and refuses the model. A filter, not a level: transformers reads its logger's level."""
+    loggers = [logging.getLogger(n) for n in ("transformers.modeling_utils",
+                                              "transformers.utils.loading_report")]
+    quiet = _NoLoadReport()
+    for lg in loggers:
+        lg.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for lg in loggers:
+            lg.removeFilter(quiet)
+
+
 def _first_line(e: BaseException) -> str:
     lines = str(e).strip().splitlines()
     return lines[0] if lines else type(e).__name__
@@ -179,9 +205,11 @@ def _from_dir(src: str | Path, kw: dict[str, Any]) -> tuple[nn.Module, Any | Non
 
     local_only = kw.get("local_files_only", isinstance(src, Path))
     try:
-        with _no_conversion_bot():
-            hf = AutoModelForCausalLM.from_pretrained(
-                src, **{**kw, "local_files_only": local_only})
+        with _no_conversion_bot(), _quiet_load_report():
+            loaded: Any = AutoModelForCausalLM.from_pretrained(
+                src, **{**kw, "local_files_only": local_only}, output_loading_info=True,
+                ignore_mismatched_sizes=True)  # refused below, naming the tensors
+        hf, info = loaded
     except SafetensorError as e:
         raise FileFault(f"cannot read the weights of {src}: {str(e)[:120]}; "
                         f"{damaged_fix(src)}") from e
@@ -194,6 +222,14 @@ def _from_dir(src: str | Path, kw: dict[str, Any]) -> tuple[nn.Module, Any | Non
         if _NO_SAFETENSORS in str(e):
             raise pickle_refusal(src, ["pytorch_model.bin"]) from e
         raise ModelNotAvailableError(f"cannot load {src}: {_first_line(e)}") from e
+    except RuntimeError as e:
+        if not any(m in str(e) for m in _LOADER_ERRORS):
+            raise  # not the weights (out of memory on the device ...)
+        raise FileFault(f"cannot load the weights of {src}: {_first_line(e)[:160]}; "
+                        f"{damaged_fix(src)}") from e
+    problem = loading_problem(src, info)
+    if problem is not None:
+        raise FileFault(problem)
     if isinstance(src, Path) and not has_tokenizer_files(src):
         return hf, None  # token ids only (AutoTokenizer would build an empty-vocabulary one)
     tok_kw = {k: v for k, v in kw.items() if k == "revision"}

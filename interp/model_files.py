@@ -7,6 +7,9 @@ line that says how to convert it, or that ``allow_pickle=True`` loads it through
 Every ``*.safetensors`` file is checked against its own header first
 (:func:`records.check_safetensors`, reading 8 bytes plus the header), so a truncated or corrupt
 file is one :class:`records.FileFault` line naming it, not a traceback from deep in the loader.
+After the load, :func:`loading_problem` refuses weights that do not fill the model the config
+builds (a layer missing, a tensor too many, another shape), which transformers would leave at
+random with a warning.
 
 Example:
     >>> import tempfile, pathlib
@@ -20,7 +23,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..records import SAFE_INDEX, check_safetensors, safetensors_shards
 from .errors import ModelNotAvailableError, PickleWeightsError
@@ -109,3 +114,36 @@ def no_tokenizer_message(name: str, directory: str | Path | None) -> str:
         return f"{name} has no tokenizer; pass token ids instead of text"
     return (f"{name} has no tokenizer (no tokenizer.json / tokenizer_config.json in "
             f"{directory}); add the tokenizer files or pass token ids")
+
+
+def loading_problem(where: str | Path, info: Mapping[str, Any]) -> str | None:
+    """One line on why a load's tensors are not the checkpoint's, from transformers' loading
+    info (``from_pretrained(..., output_loading_info=True)``): tensors the config declares that
+    the weights lack (they would be left at random), tensors in the weights the config has no
+    place for, tensors of another shape, and the loader's own errors; None when the weights fill
+    the model exactly (transformers leaves tied weights out of the missing ones).
+
+    Example:
+        >>> loading_problem("m", {"missing_keys": set(), "unexpected_keys": set()}) is None
+        True
+        >>> line = loading_problem("m", {"missing_keys": {"layers.2.w", "norm.w"}})
+        >>> line.split(": ")[1].split(";")[0]
+        '2 tensors missing from the weights, which would be random (layers.2.w, norm.w)'
+    """
+    what = {"missing_keys": "missing from the weights, which would be random",
+            "unexpected_keys": "in the weights with no place in the model the config builds",
+            "mismatched_keys": "in the weights of another shape than the config's"}
+    parts = []
+    for key, said in what.items():
+        names = sorted(k[0] if isinstance(k, tuple) else str(k) for k in info.get(key) or ())
+        if names:
+            shown = ", ".join(names[:2]) + (" ..." if len(names) > 2 else "")
+            parts.append(f"{len(names)} tensor{'s' * (len(names) != 1)} {said} ({shown})")
+    errors = [str(e).strip().splitlines()[0] for e in info.get("error_msgs") or ()
+              if str(e).strip()]
+    if errors:
+        parts.append(f"the loader reports: {errors[0][:160]}")
+    if not parts:
+        return None
+    return (f"the weights of {where} do not fill its config.json: {'; '.join(parts)}; re-save the "
+            "model from the code that made it, or correct config.json")

@@ -136,3 +136,33 @@ def test_exit_statuses_of_interp_errors():
     assert exit_code(StoreError("x")) == 1
     nan = NonFiniteActivationError("x")
     assert exit_code(nan) == 1 and isinstance(nan, FloatingPointError)
+
+
+def _edit_config(d, **changes) -> None:
+    import json
+
+    cfg = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**cfg, **changes}))
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"n_layer": 2}, "missing from the weights, which would be random (transformer.h.1."),
+    ({"n_layer": 0}, "no place in the model the config builds (transformer.h.0."),
+    ({"n_inner": 48}, "of another shape than the config's (transformer.h.0.mlp."),
+])
+def test_weights_that_do_not_fill_the_config_are_refused_naming_them(gpt2_dirs, tmp_path,
+                                                                      capfd, change, said):
+    """A config.json naming 2 layers beside weights for 1 (or 0 beside 1, or another MLP width)
+    would load with random tensors and exit 0: it is one line, a fault, naming them."""
+    safe_dir, _, _ = gpt2_dirs
+    d = tmp_path / "edited"
+    shutil.copytree(safe_dir, d)
+    _edit_config(d, **change)
+    capfd.readouterr()
+    with pytest.raises(FileFault) as e:
+        interp.load(d)
+    msg = str(e.value)
+    assert said in msg and str(d) in msg and "\n" not in msg, msg
+    assert exit_code(e.value) == 1
+    assert "LOAD REPORT" not in capfd.readouterr().err  # the one line says it all
+    interp.load(safe_dir)  # the untouched folder loads as before
