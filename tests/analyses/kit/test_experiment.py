@@ -20,7 +20,7 @@ def test_every_command_gets_its_folders_config_and_run():
         assert e.config.__name__.endswith("Config"), e.name
 
 
-def test_an_ambiguous_folder_must_name_them(tmp_path, monkeypatch):
+def test_an_ambiguous_folder_must_name_them(tmp_path, monkeypatch, request):
     pkg = tmp_path / "twoconfigs"
     pkg.mkdir()
     (pkg / "__init__.py").write_text(
@@ -29,7 +29,8 @@ def test_an_ambiguous_folder_must_name_them(tmp_path, monkeypatch):
         "    from .config import AConfig, BConfig\n"
         "    from .run import run_a\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(sys.modules, "twoconfigs", importlib.import_module("twoconfigs"))
+    importlib.import_module("twoconfigs")  # exports() reads an imported package's source
+    request.addfinalizer(lambda: sys.modules.pop("twoconfigs", None))
 
     with pytest.raises(TypeError, match=r"name the config of experiment 'a'.*AConfig"):
         Experiment.in_package("twoconfigs", "a", "help")
