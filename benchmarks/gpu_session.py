@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -86,6 +88,16 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--wheels", action="store_true",
                     help="print the wheels the GPU machine needs (name==version) and exit")
     a = ap.parse_args(argv)
+    for flag, value in (("--budget-s", a.budget_s), ("--paper-s", a.paper_s)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            ap.error(f"{flag}: a number of seconds above 0 (got {value})")
+    if a.threads is not None and a.threads < 1:
+        ap.error(f"--threads: at least 1 (got {a.threads})")
+    if a.device is not None and not re.fullmatch(r"cpu|cuda(:\d+)?", a.device):
+        ap.error(f"--device: cpu, cuda or cuda:N (got {a.device!r})")
+    for flag, folder in (("--out", a.out), ("--keep-runs", a.keep_runs)):
+        if folder is not None and folder.exists() and not folder.is_dir():
+            ap.error(f"{flag}: {folder} is a file; name a folder")
     if a.tasks is not None:
         known = ("bijection", "hmm", "assoc_recall")
         a.tasks = tuple(t.strip() for t in a.tasks.split(",") if t.strip())
@@ -118,6 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     if a.threads or a.dry_run:
         torch.set_num_threads(a.threads or 1)
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not (torch.cuda.is_available() and
+                                          int(device.partition(":")[2] or 0)
+                                          < torch.cuda.device_count()):
+        print(f"gpu session: --device {device}: no such CUDA device here "
+              f"({torch.cuda.device_count()} visible); --device cpu runs it on the CPU",
+              file=sys.stderr)
+        return 2
     if a.device is None and device == "cpu" and not a.dry_run:
         print("no GPU here: running the dry run (--device cpu runs the whole session on the CPU)")
         a.dry_run = True

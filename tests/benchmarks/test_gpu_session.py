@@ -211,3 +211,33 @@ def test_the_paper_runs_can_be_chosen_and_a_wrong_one_is_refused():
     done = subprocess.run([sys.executable, str(SCRIPT), "--tasks", "hmm,bogus"], env=ENV,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--tasks" in done.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--threads", "-1"], "--threads: at least 1"),
+    (["--device", "foo"], "--device: cpu, cuda or cuda:N"),
+    (["--budget-s", "-5"], "--budget-s: a number of seconds above 0"),
+    (["--budget-s", "nan"], "--budget-s: a number of seconds above 0"),
+    (["--paper-s", "0"], "--paper-s: a number of seconds above 0"),
+    (["--out", "FILE"], "is a file; name a folder"),
+])
+def test_bad_arguments_are_one_line_before_torch(args, said, tmp_path, capsys):
+    """Each is refused by the parser (exit 2, one line), which imports no torch: before the
+    change ``--budget-s -5`` reported 'passed' with every part skipped and the others were
+    tracebacks."""
+    import gpu_session
+
+    (tmp_path / "FILE").write_text("x")
+    args = [str(tmp_path / "FILE") if a == "FILE" else a for a in args]
+    with pytest.raises(SystemExit) as e:
+        gpu_session.parse(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and said in err[-1], err
+
+
+def test_the_parser_imports_no_torch():
+    code = ("import sys; sys.path.insert(0, 'benchmarks'); import gpu_session; "
+            "gpu_session.parse(['--dry-run']); print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr
