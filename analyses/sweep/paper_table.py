@@ -121,9 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m bayesgeom.analyses.sweep.paper_table SWEEP_DIR``: print the table a finished
     sweep wrote (``paper_table.parquet``) as Markdown, for the docs."""
     import argparse
+    import sys
     from pathlib import Path
 
-    from ...records import read_table
+    from ...records import FileFault, exit_code, read_table
 
     ap = argparse.ArgumentParser(prog="python -m bayesgeom.analyses.sweep.paper_table",
                                  description=main.__doc__)
@@ -132,7 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     path = args.sweep_dir / "paper_table.parquet"
     if not path.is_file():
         ap.error(f"{path} does not exist: not a finished sweep (bayesgeom sweep writes it)")
-    print(markdown(read_table(path)))
+    fix = "rerun the same bayesgeom sweep command to write it again"
+    try:
+        table = read_table(path, columns=("arch", "preset"), fix=fix)
+        if not any(": " in str(c) for c in table.columns):
+            raise FileFault(f"{path} has no '<task>: <what>' column: not Paper I's table; {fix}")
+    except FileFault as e:
+        print(f"paper_table: error: {e}", file=sys.stderr)
+        return exit_code(e)
+    print(markdown(table))
     return 0
 
 

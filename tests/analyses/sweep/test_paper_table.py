@@ -65,3 +65,23 @@ def test_markdown_has_a_header_a_rule_and_a_line_per_row(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main([str(tmp_path)])
     assert e.value.code == 2 and "not a finished sweep" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not_paper", "garbage"])
+def test_a_damaged_or_foreign_table_is_one_line(tmp_path, capsys, damage):
+    """A damaged ``paper_table.parquet`` was a traceback, and any table printed as if it were
+    Paper I's: each is one line and exit 1."""
+    path = tmp_path / "paper_table.parquet"
+    if damage == "garbage":
+        path.write_bytes(b"not parquet at all")
+    else:
+        good = paper_table(_cells(), {"hmm": LADDER})
+        table = good if damage == "truncated" else pd.DataFrame({"arch": ["x"], "preset": ["y"],
+                                                                 "loss": [1.0]})
+        table.to_parquet(path)
+        if damage == "truncated":
+            path.write_bytes(path.read_bytes()[:-40])
+    assert main([str(tmp_path)]) == 1
+    out = capsys.readouterr()
+    assert out.out == "" and len(out.err.strip().splitlines()) == 1, out.err
+    assert str(path) in out.err and out.err.startswith("paper_table: error: ")
