@@ -126,8 +126,8 @@ def _values(v: Any) -> list[Any]:
 
 def check_options(cfg: Any, error: type[Exception] = OptionError) -> None:
     """Raise ``error`` (:class:`OptionError` unless an experiment names its own) with a
-    one-line message naming the first field whose value breaks its declaration (its type, a
-    choice, a bound, or a NaN/inf number)."""
+    one-line message naming the first field whose value breaks its declaration (its shape: a
+    list or a table; its type, a choice, a bound, or a NaN/inf number)."""
     message = _violation(cfg)
     if message is not None:
         raise error(message)
@@ -164,6 +164,20 @@ def _type_violation(name: str, tp: Any, value: Any) -> str | None:
     return None
 
 
+def _shape_violation(name: str, tp: Any, value: Any) -> str | None:
+    """A list option given one value (``archs = "transformer"``, ``seeds = 3``) or a table
+    option given anything but a table: the shape the declaration asks for, said in one line."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        tp = args[0] if len(args) == 1 else None
+    origin = typing.get_origin(tp) or tp
+    if origin in (tuple, list) and not isinstance(value, tuple | list):
+        return f"{name} must be a list of values (such as [{value!r}]), got {value!r}"
+    if origin is dict and not isinstance(value, dict):
+        return f"{name} must be a table of names and values, got {value!r}"
+    return None
+
+
 def _violation(cfg: Any) -> str | None:
     try:
         hints = typing.get_type_hints(type(cfg))
@@ -173,6 +187,9 @@ def _violation(cfg: Any) -> str | None:
         value = getattr(cfg, f.name)
         if value is None:
             continue
+        bad_shape = _shape_violation(f.name, hints.get(f.name), value)
+        if bad_shape is not None:
+            return bad_shape
         bad_type = _type_violation(f.name, _plain_type(hints.get(f.name)), value)
         if bad_type is not None:
             return bad_type

@@ -93,7 +93,10 @@ class Other:
                                      ({"frac": 1.5}, "frac must be <= 1"),
                                      ({"frac": math.nan}, "frac must be finite"),
                                      ({"kind": "c"}, "kind must be one of a, b"),
-                                     ({"cuts": (0.5, -1.0)}, "cuts must be >= 0")])
+                                     ({"cuts": (0.5, -1.0)}, "cuts must be >= 0"),
+                                     ({"cuts": 0.5}, r"cuts must be a list of values \(such as "
+                                                     r"\[0.5\]\), got 0.5"),
+                                     ({"cuts": "0.5"}, "cuts must be a list of values")])
 def test_declared_options_are_checked(kw, msg):
     with pytest.raises(OptionError, match=msg):
         check_options(Cfg(**kw))

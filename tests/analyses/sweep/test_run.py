@@ -202,6 +202,13 @@ def test_the_table_configs_are_valid_sweeps(name, n, archs, presets):
     ({"eval_params": {"hmm": {"K": 3}}}, "eval_params for hmm must be like"),
     ({"task_params": {"hmm": {"Q": 1}}}, "task_params hmm: task 'hmm' has no parameter(s) ['Q']"),
     ({"eval_params": {"hmm": [{"K": 0}]}}, "eval_params hmm: task 'hmm': K must be >= 1"),
+    # a scalar where a list or a table is declared (they were tracebacks, or split a name
+    # into its letters: "unknown archs t, r, a, n, ...")
+    ({"seeds": 3}, "seeds must be a list of values (such as [3]), got 3"),
+    ({"seeds": 0}, "seeds must be a list of values (such as [0]), got 0"),
+    ({"archs": "transformer"}, "archs must be a list of values (such as ['transformer'])"),
+    ({"task_params": [1, 2]}, "task_params must be a table of names and values, got [1, 2]"),
+    ({"task_params": ["bijection"]}, "task_params must be a table of names and values"),
 ])
 def test_a_config_files_task_parameters_are_checked_by_shape_name_and_range(tmp_path, params,
                                                                             message):
@@ -209,7 +216,21 @@ def test_a_config_files_task_parameters_are_checked_by_shape_name_and_range(tmp_
     answered in one line by the config's check (no traceback, no torch)."""
     from bayesgeom.analyses.kit.errors import ExperimentError
 
-    cfg = SweepConfig(tasks=("hmm",), archs=("transformer",), out=tmp_path / "s", **params)
+    cfg = SweepConfig(**{"tasks": ("hmm",), "archs": ("transformer",), "out": tmp_path / "s",
+                         **params})
     with pytest.raises(ExperimentError) as e:
         cfg.check()
     assert message in str(e.value)
+
+
+@pytest.mark.parametrize(("toml", "message"), [
+    ('archs = "transformer"', "archs must be a list of values (such as ['transformer'])"),
+    ("seeds = 3", "seeds must be a list of values (such as [3]), got 3"),
+    ("task_params = [1, 2]", "task_params must be a table of names and values"),
+])
+def test_a_config_files_scalar_for_a_list_is_one_line(tmp_path, capsys, toml, message):
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(f'tasks = ["hmm"]\n{toml}\n', encoding="utf-8")
+    assert main(["sweep", "--config", str(cfg), "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
