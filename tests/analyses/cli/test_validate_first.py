@@ -139,8 +139,25 @@ def test_a_foreign_out_is_refused_on_a_machine_without_the_model(
     assert nothing_expensive == []
 
 
+def _takes_a_model(e: Any) -> bool:
+    return any(f.name == "model" for f, _ in declared(e.config)) and e.name != "compare"
+
+
+@pytest.mark.parametrize("e", [e for e in EXPERIMENTS if _takes_a_model(e)],
+                         ids=lambda e: e.name)
+def test_a_misspelt_model_name_is_answered_before_anything_loads(
+        e: Any, tmp_path: Path, nothing_expensive: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--model smolm2`` took 20-30 s (torch, then the loader) to say "did you mean
+    'smollm2'?": the config's check says it (reliability review, round 4)."""
+    line = _refused([*_argv(e), "--model", "smolm2", "--out", str(tmp_path / "o")], capsys)
+    assert "did you mean 'smollm2'?" in line
+    assert nothing_expensive == []
+
+
 @pytest.mark.parametrize("argv", [
     *[[*_argv(e), "--out", "benchmarks/cli_startup.py"] for e in EXPERIMENTS],
+    ["geometry", "--model", "smolm2", "--out", "x"],
     ["steer", "--n-random", "0", "--out", "x"],
     ["sweep", "--tasks", "nosuch", "--out", "x"],
     ["sweep", "--tasks", "hmm", "--eval-params", '{"hmm": [{"Q": 3}]}', "--out", "x"],
