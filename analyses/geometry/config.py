@@ -5,6 +5,7 @@ once, with nothing loaded (``tests/analyses/cli/test_validate_first.py``)."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from ...probes.entropy_probe import ProbeConfig
@@ -12,7 +13,7 @@ from ...records import check_options, option
 from ..kit.errors import ExperimentError
 from ..kit.options import layers_option
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded, TwinSeeded
-from ..prompts.corpora import DEFINITION_DOMAINS, PROMPT_SETS, CorpusPaths, gcide_missing
+from ..prompts.corpora import DEFINITION_DOMAINS, PROMPT_SETS, TASK_SET, CorpusPaths, gcide_missing
 from ..prompts.segmentation import WindowSpec
 
 
@@ -45,9 +46,11 @@ class GeometryConfig(LoadOptions, ModelOptions, Batched, Seeded, TwinSeeded, Run
     corpus_paths: CorpusPaths | None = option(None, "where corpora are read", cli=False)
 
     def check(self) -> None:
-        """The shared checks (:meth:`RunOptions.check`), the sizes (:func:`check_sizes`) and
-        the dictionary a definition set needs (:func:`check_corpora`)."""
+        """The shared checks (:meth:`RunOptions.check`), the prompt sets' names
+        (:func:`check_prompt_names`), the sizes (:func:`check_sizes`) and the dictionary a
+        definition set needs (:func:`check_corpora`)."""
         super().check()
+        check_prompt_names(self)
         check_sizes(self)
         check_corpora(self)
 
@@ -56,8 +59,21 @@ def check_config(cfg: GeometryConfig) -> None:
     """The options, the sizes and the installed dictionary of ``cfg`` (not its ``out``:
     ``compare`` and ``monitor`` run geometry configs into folders of their own)."""
     check_options(cfg, cfg.error)
+    check_prompt_names(cfg)
     check_sizes(cfg)
     check_corpora(cfg)
+
+
+def check_prompt_names(cfg: GeometryConfig) -> None:
+    """Every ``prompts`` name is a prompt set (or a wind tunnel's ``task``), before any model
+    loads: a typo is one line with the nearest name (which sets a model can read is checked
+    once it is loaded)."""
+    bad = [s for s in cfg.prompts or () if s not in (*PROMPT_SETS, TASK_SET)]
+    if bad:
+        near = difflib.get_close_matches(bad[0], PROMPT_SETS, n=1, cutoff=0.6)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        raise ExperimentError(f"unknown prompt set(s) {', '.join(bad)}; {hint}choose from "
+                              f"{', '.join(PROMPT_SETS)}")
 
 
 def check_corpora(cfg: GeometryConfig) -> None:

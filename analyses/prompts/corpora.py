@@ -48,6 +48,8 @@ ALL_DOMAINS: tuple[str, ...] = (*DOMAINS, *DEFINITION_DOMAINS)
 #: the prompt sets of the experiments: every domain of the mixed pool (the default), or one
 MIXED = "mixed"
 PROMPT_SETS: tuple[str, ...] = (MIXED, *ALL_DOMAINS)
+#: the prompt set of a wind-tunnel model: its own task's token sequences (:mod:`.tasks`)
+TASK_SET = "task"
 GCIDE_INSTALL = "Debian package dict-gcide is not installed (apt-get install dict-gcide)"
 R_LIBRARY_DIRS: tuple[str, ...] = (
     "/usr/local/lib/R/site-library",

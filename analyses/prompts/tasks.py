@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ...windtunnel import TokenTask
-
-TASK_SET = "task"
+from .corpora import TASK_SET
 
 
 def task_pool(task: TokenTask, size: int, seed: int = 0) -> pd.DataFrame:

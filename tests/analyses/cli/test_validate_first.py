@@ -155,9 +155,19 @@ def test_a_misspelt_model_name_is_answered_before_anything_loads(
     assert nothing_expensive == []
 
 
+def test_a_misspelt_prompt_set_is_answered_before_anything_loads(
+        tmp_path: Path, nothing_expensive: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--prompts medcal`` was refused after the model loaded (24-30 s)."""
+    line = _refused(["geometry", "--prompts", "medcal", "--out", str(tmp_path / "o")], capsys)
+    assert "unknown prompt set(s) medcal; did you mean 'gcide-medical'?" in line
+    assert nothing_expensive == []
+
+
 @pytest.mark.parametrize("argv", [
     *[[*_argv(e), "--out", "benchmarks/cli_startup.py"] for e in EXPERIMENTS],
     ["geometry", "--model", "smolm2", "--out", "x"],
+    ["geometry", "--prompts", "medcal", "--out", "x"],
     ["steer", "--n-random", "0", "--out", "x"],
     ["sweep", "--tasks", "nosuch", "--out", "x"],
     ["sweep", "--tasks", "hmm", "--eval-params", '{"hmm": [{"Q": 3}]}', "--out", "x"],
