@@ -124,6 +124,25 @@ def _values(v: Any) -> list[Any]:
     return list(v) if isinstance(v, list | tuple) else [v]
 
 
+def expect_config(value: object, cls: type, where: str) -> None:
+    """A one-line ``TypeError`` when ``value`` is not a ``cls``: what ``where`` takes, and, for
+    a dict, how to build one from it (notebook calls such as ``bg.run_steer({...})``).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class DemoCfg:
+        ...     n: int = 1
+        >>> expect_config(DemoCfg(), DemoCfg, "run_demo")
+        >>> expect_config({"n": 2}, DemoCfg, "run_demo")
+        Traceback (most recent call last):
+        TypeError: run_demo takes a DemoCfg, got a dict: pass DemoCfg(**that_dict)
+    """
+    if not isinstance(value, cls):
+        how = f": pass {cls.__name__}(**that_dict)" if isinstance(value, dict) else ""
+        raise TypeError(f"{where} takes a {cls.__name__}, got a {type(value).__name__}{how}")
+
+
 def check_options(cfg: Any, error: type[Exception] = OptionError) -> None:
     """Raise ``error`` (:class:`OptionError` unless an experiment names its own) with a
     one-line message naming the first field whose value breaks its declaration (its shape: a

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from ..records import RunDir, run_manifest
+from ..records import RunDir, expect_config, run_manifest
 from .arch_registry import arch_spec
 from .arch_spec import ArchSpec
 from .architectures import build_model, n_params
@@ -152,6 +152,7 @@ def train(
     keeps them), and it writes its own outputs into ``out`` before the run is marked done. It
     needs ``cfg.monitor_every > 0`` and vice versa, and ``cfg.ckpt_every`` a multiple of it.
     """
+    expect_config(cfg, TrainConfig, "train")
     task = cfg.validate()
     spec = arch_spec(cfg.arch)  # resolved once for the run
     check_hooks(cfg, prepare, monitor)

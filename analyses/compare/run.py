@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from ... import interp
-from ...records import Parts, fingerprint, read_result
+from ...records import Parts, expect_config, fingerprint, read_result
 from ...windtunnel.learned import LearnedCheck
 from ..geometry.probes import catalogue
 from ..geometry.result import GeometryResult, MetricRow, SetSummary, abs_interval
@@ -175,6 +175,7 @@ def run_compare(cfg: CompareConfig, models: list[interp.InterpModel | None] | No
     """Run (or reuse) every model's geometry, then write the comparison (module doc).
     ``models``: already-loaded models in the order of ``cfg.models`` (None entries load)."""
     t0 = time.perf_counter()
+    expect_config(cfg, CompareConfig, "run_compare")
     cfg.check()
     check_config(cfg.geometry)
     labels = cfg.resolved_labels()

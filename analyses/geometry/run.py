@@ -40,6 +40,7 @@ import pandas as pd
 
 from ... import interp
 from ...probes import POSITION_CONFOUND_R2
+from ...records import expect_config
 from ...windtunnel.runs import RUN_RECORD
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
@@ -97,6 +98,7 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
                  ) -> GeometryResult:
     """Run the pipeline (module doc), write its files and return the typed result."""
     t0 = time.perf_counter()
+    expect_config(cfg, GeometryConfig, "run_geometry")
     cfg.check()
     m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
                                                    allow_pickle=cfg.allow_pickle)

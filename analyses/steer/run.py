@@ -52,7 +52,7 @@ import pandas as pd
 
 from ... import interp
 from ...probes import AxisProvenance, fit_entropy_axis, prompt_set_hash
-from ...records import Parts, fingerprint
+from ...records import Parts, expect_config, fingerprint
 from ...records.progress import tqdm
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.learned import LearnedCheck
@@ -118,6 +118,7 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
               prompts: PosteriorPrompts | None = None) -> SteerResult:
     """Run the experiment (module doc); write table/effects/summary/manifest/report under
     ``cfg.out`` and return the typed result."""
+    expect_config(cfg, SteerConfig, "run_steer")
     cfg.check()
     cfg = cfg.sized()
     t0 = time.perf_counter()
