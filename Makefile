@@ -44,10 +44,13 @@ FAST := tests/records tests/infotheory tests/probes tests/interp tests/test_impo
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow" $(FAST)
 
-# the docs extras too: tests/test_api_reference.py builds the site and reads its inventory
+# the docs extras too: tests/test_api_reference.py builds the site and reads its inventory.
+# One pytest worker per core (pytest-xdist), a file on one worker, the slowest files first
+# (tests/conftest.py); WORKERS=0 runs them in this one process.
+WORKERS ?= logical
 test: setup typecheck $(DOCS_STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadfile tests
 
 demo: setup
 	$(BIN)/bayesgeom demo

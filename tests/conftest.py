@@ -2,8 +2,41 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Under pytest-xdist (`make test` runs one worker per core) each worker, and every process it
+# starts, gets its share of the cores: torch's default of one thread per core in each of N
+# workers oversubscribes the machine N times.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, str(_share))
 
 import pytest
+
+#: the slowest test files (``pytest --durations=0`` on 2 cores, most first): scheduled first, so
+#: that the workers of ``make test`` (``--dist loadfile``: a file stays on one worker) finish
+#: together instead of one running a long file alone at the end
+SLOWEST_FIRST = (
+    "tests/examples/test_notebooks.py",
+    "tests/analyses/sweep/test_stop.py",
+    "tests/test_python_page.py",
+    "tests/test_readme.py",
+    "tests/analyses/sweep/test_run.py",
+    "tests/windtunnel/test_training.py",
+    "tests/analyses/demo/test_run.py",
+    "tests/analyses/dynamics/em_vs_sgd/test_run.py",
+    "tests/analyses/geometry/test_controls.py",
+    "tests/analyses/geometry/test_run.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files of :data:`SLOWEST_FIRST` first, in its order; every other test after them, in
+    collection order (a stable sort: each file's tests stay together and in order)."""
+    missing = [f for f in SLOWEST_FIRST if not (config.rootpath / f).is_file()]
+    if missing:  # a file renamed or moved: say so, rather than lose the order unnoticed
+        raise pytest.UsageError(f"tests/conftest.py SLOWEST_FIRST names no file {missing}")
+    rank = {f: i for i, f in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 def load_factor() -> float:
