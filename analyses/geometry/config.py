@@ -14,6 +14,7 @@ from ..kit.errors import ExperimentError
 from ..kit.options import layers_option
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded, TwinSeeded
 from ..prompts.corpora import DEFINITION_DOMAINS, PROMPT_SETS, TASK_SET, CorpusPaths, gcide_missing
+from ..prompts.gcide import check_dictionary
 from ..prompts.segmentation import WindowSpec
 
 
@@ -77,13 +78,20 @@ def check_prompt_names(cfg: GeometryConfig) -> None:
 
 
 def check_corpora(cfg: GeometryConfig) -> None:
-    """A definition domain (``gcide-*``) needs Debian's dict-gcide: one line saying how to
-    install it, before any model loads (the other corpora are read, and skipped with a
-    message, when the pool is built)."""
+    """A definition domain (``gcide-*``) needs Debian's dict-gcide, whole: before any model
+    loads, a missing install is one line saying how to install it (a usage error) and a
+    damaged one a one-line :class:`~records.FileFault` naming the file (exit status 1;
+    :func:`~analyses.prompts.gcide.check_dictionary` reads the index and inflates the data,
+    about 1 s, without parsing the articles). The other corpora are read, and skipped with a
+    message, when the pool is built."""
     asked = [s for s in cfg.prompts or () if s in DEFINITION_DOMAINS]
-    why = gcide_missing(cfg.corpus_paths or CorpusPaths()) if asked else None
+    if not asked:
+        return
+    paths = cfg.corpus_paths or CorpusPaths()
+    why = gcide_missing(paths)
     if why is not None:
         raise ExperimentError(f"prompt set {asked[0]}: {why}")
+    check_dictionary(paths.dictd)
 
 
 def check_sizes(cfg: GeometryConfig) -> None:

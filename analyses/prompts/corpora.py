@@ -268,7 +268,9 @@ def gcide_missing(paths: CorpusPaths) -> str | None:
 
 def read_gcide(subject: str) -> Callable[[CorpusPaths], list[Document]]:
     """The reader of one subject's GCIDE definitions: a document per definition, its text
-    ``"Headword: definition"`` (a paragraph)."""
+    ``"Headword: definition"`` (a paragraph). A missing install is :class:`CorpusUnavailable`
+    (skipped with its message); a damaged one is a :class:`~records.FileFault` (a fault, not
+    skipped: :mod:`.dictd`)."""
     domain = f"gcide-{subject}"
 
     def read(paths: CorpusPaths) -> list[Document]:

@@ -200,3 +200,35 @@ def test_a_sula_option_for_a_wind_tunnel_is_refused_without_torch(tmp_path: Path
                           timeout=scaled(120))
     assert done.stdout.strip().splitlines()[-1] == "2 []", (done.stdout, done.stderr)
     assert "applies to text models" in done.stderr
+
+
+@pytest.mark.parametrize("case", ["truncated dict.dz", "dict.dz not gzip", "bad base-64 number",
+                                  "index cut mid-line", "span past the data"])
+def test_a_damaged_dictionary_is_a_one_line_fault_before_anything_loads(
+        case: str, tmp_path: Path, nothing_expensive: list[str],
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``geometry --prompts gcide-medical`` with a damaged dict-gcide was a traceback (or
+    fewer definitions) after the model loaded (issue 38, cause 4). The command line has no
+    option for the dictionary's folder (Debian's /usr/share/dictd), so the config check's
+    default is pointed at a damaged copy."""
+    from dataclasses import dataclass
+
+    from bayesgeom.analyses.geometry import config
+    from bayesgeom.analyses.prompts.corpora import CorpusPaths
+
+    from ..prompts.test_dictd import damaged_dictd
+
+    path = damaged_dictd(tmp_path / "dictd", case)
+
+    @dataclass(frozen=True)
+    class Damaged(CorpusPaths):
+        dictd: Path = tmp_path / "dictd"
+
+    monkeypatch.setattr(config, "CorpusPaths", Damaged)
+    status = main(["geometry", "--prompts", "gcide-medical", "--out", str(tmp_path / "o")])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert status == 1, err
+    assert len(err) == 1 and err[0].startswith(f"bayesgeom: error: {path} "), err
+    assert err[0].endswith("(apt-get install --reinstall dict-gcide)"), err
+    assert nothing_expensive == []
+    assert not (tmp_path / "o").exists()

@@ -155,6 +155,7 @@ REAL = Path("/usr/share/dictd")
 @pytest.mark.skipif(not (REAL / gcide.INDEX_FILE).is_file(),
                     reason="Debian's dict-gcide is not installed (apt-get install dict-gcide)")
 def test_the_installed_dictionary():
+    gcide.check_dictionary(REAL)  # whole: every index line parses and points into the data
     defs = gcide.definitions_by_subject(REAL)
     n = {s: len(v) for s, v in defs.items()}
     # dict-gcide 0.48.5: 5,459 / 2,411 / 1,003 / 144 (docs/geometry.md)
