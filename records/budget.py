@@ -117,6 +117,10 @@ def floor_refusal(what: str, units: int, unit: str, floor_seconds: float, lower:
             f"{lim / 3600:g} h); lower {lower}")
 
 
+class Paced(Exception):
+    """Raised by :meth:`Pace.update` once a probe has timed its units."""
+
+
 class Pace:
     """A stand-in for a progress bar (``update(n)``) that records when each update came, so
     that a few units of a loop give the seconds one unit takes, the first (its setup: a model
@@ -130,11 +134,16 @@ class Pace:
         True
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stop_after: int | None = None) -> None:
+        self.stop_after = stop_after
         self.times: list[tuple[float, int]] = [(time.perf_counter(), 0)]
 
     def update(self, n: int = 1) -> None:
+        """One more ``n`` units done; past ``stop_after`` updates, :class:`Paced` is raised so
+        that a probe stops its loop there (the caller catches it)."""
         self.times.append((time.perf_counter(), n))
+        if self.stop_after is not None and len(self.times) > self.stop_after:
+            raise Paced
 
     def set_postfix_str(self, _: str) -> None:
         """As a bar's (ignored)."""
