@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ import torch
 from ..infotheory import entropy_bits_from_logits
 from ..infotheory.measures import CHUNK_ELEMENTS
 from ..records import hold, run_manifest
+from ..records.budget import check_time
 from ..records.progress import tqdm
 from .activation_store import ActivationStore, ShardWriter
 from .errors import InterpError, ModelNotLoadedError, NonFiniteActivationError
@@ -41,6 +43,7 @@ from .finite import first_nonfinite
 from .model import InterpModel
 from .positions import PositionSpec, RowSelection, check_positions, normalise_positions
 from .positions import select_rows as _select_rows
+from .prompt_count import check_prompt_count
 from .prompts import Prompts, prompts_sha256
 from .sites import Site
 from .token_batch import TokenBatch, batch_bounds
@@ -219,6 +222,7 @@ def capture(
             raise InterpError(f"{name} must be an integer of at least 1, got {v!r}")
     site_list = m.resolve_sites(sites)
     spec = normalise_positions(positions)
+    check_prompt_count(prompts)
     tokens, texts = m.encode(prompts)
     lengths = [len(t) for t in tokens]
     check_positions(spec, lengths)
@@ -282,6 +286,7 @@ def _run(m: InterpModel, tokens: list[list[int]], lengths: list[int], site_list:
     row_shapes: dict[str, list[int]] = {}
 
     bar = tqdm(total=n, unit="prompt", desc="capture", disable=not progress)
+    t0, timed = time.perf_counter(), False
     try:
         with m.hooks([(s, rows.reader(s)) for s in hooked]):
             for k in range(n_shards):
@@ -298,6 +303,11 @@ def _run(m: InterpModel, tokens: list[list[int]], lengths: list[int], site_list:
                     del logits  # not alive through the next forward
                     rows.offset += len(rows.rows)
                     bar.update(j - i)
+                    if not timed:  # the first batch times the rest
+                        timed = True
+                        check_time((time.perf_counter() - t0) / (j - i), n,
+                                   f"capturing {n:,} prompts", "the number of prompts",
+                                   unit="prompts", error=InterpError)
                 assert rows.offset == rows.n_rows
                 tensors = rows.buffers
                 row_shapes = {s.name: list(tensors[s.name].shape[1:]) for s in site_list}

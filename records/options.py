@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .budget import Cost
 from .errors import UsageError
 
 
@@ -47,7 +48,10 @@ class Option:
     off; ``required``: the command line must give it; ``cli=False``: API only;
     ``identity=False``: the value does not change the results (the output folder, progress
     bars, batch sizes), so :func:`run_settings` leaves it out of the run's fingerprint;
-    ``unique``: a tuple whose elements must differ (a list of runs, archs or seeds)."""
+    ``unique``: a tuple whose elements must differ (a list of runs, archs or seeds);
+    ``cost``: a size-like option's floor on the seconds one unit takes on any machine
+    (:class:`records.budget.Cost`): a value whose units take longer than the time limit even
+    at that floor is refused (the static stage of :mod:`records.budget`)."""
 
     help: str
     flag: str | None = None
@@ -62,6 +66,7 @@ class Option:
     metavar: str | None = None
     identity: bool = True
     unique: bool = False
+    cost: Cost | None = None
 
 
 def option(default: Any, help: str, *, factory: Callable[[], Any] | None = None,
@@ -228,4 +233,13 @@ def _violation(cfg: Any) -> str | None:
                 return f"{f.name} must be >= {bound_text(opt.min)}, got {value!r}"
             if opt.max is not None and v > opt.max:
                 return f"{f.name} must be <= {bound_text(opt.max)}, got {value!r}"
+        if opt.cost is not None:
+            too_long = opt.cost.refusal(flag_of(f.name, opt), value)
+            if too_long is not None:
+                return too_long
     return None
+
+
+def flag_of(name: str, opt: Option) -> str:
+    """The command-line flag of field ``name`` (its declared ``flag`` or ``--name-like-this``)."""
+    return opt.flag or f"--{name.replace('_', '-')}"

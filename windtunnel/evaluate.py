@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from ..records import FaultError
+from ..records.budget import check_time
 from ..records.progress import tqdm
 from .metrics import Accumulator, CalibrationReport, calibration_stats, report_from, slice_log_probs
 from .readout import block_outputs, final_norm_and_head
@@ -21,8 +22,6 @@ from .task import TaskConfigError, TokenTask
 #: sequences per evaluation batch (part of the held-out stream's definition: batch i of a run's
 #: evaluation is stream (seed, EVAL, i), so changing it changes which sequences are drawn)
 EVAL_BATCH = 500
-#: an evaluation projected to run longer than this (seconds) on this machine is refused
-EVAL_TIME_LIMIT = 6 * 3600.0
 #: evaluations of up to this many batches are never timed beforehand (they end soon anyway)
 UNTIMED_BATCHES = 100
 
@@ -35,13 +34,8 @@ def check_eval_time(batch_seconds: float, batches: int, what: str, lower: str,
                     limit: float | None = None) -> None:
     """Refuse (:class:`TaskConfigError`, with the estimate) ``batches`` evaluation batches when
     one took ``batch_seconds`` and all would run past ``limit`` seconds (default
-    :data:`EVAL_TIME_LIMIT`, read at the call)."""
-    limit = EVAL_TIME_LIMIT if limit is None else limit
-    total = batch_seconds * batches
-    if total > limit:
-        raise TaskConfigError(
-            f"{what} would take about {total / 3600:,.1f} h on this machine ({batches:,} "
-            f"batches of {batch_seconds:.2f} s; the limit is {limit / 3600:g} h); lower {lower}")
+    :data:`records.budget.TIME_LIMIT`, read at the call; :func:`records.budget.check_time`)."""
+    check_time(batch_seconds, batches, what, lower, "batches", TaskConfigError, limit)
 
 
 @torch.no_grad()

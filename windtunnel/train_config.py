@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records import check_options, json_safe, option, run_settings, seed_option
+from ..records.budget import SEQUENCES, STEPS
 from .arch_registry import ARCH_NAMES
 from .names import PRESET_NAMES, TaskConfigError
 from .plateau_rule import PLATEAU_METRICS
@@ -34,7 +35,7 @@ class TrainConfig:
                                          factory=dict, cli=False)
     arch: str = option("transformer", "model architecture", choices=ARCH_NAMES)
     preset: str = option("small", "model size", choices=PRESET_NAMES)
-    steps: int = option(10_000, "optimiser steps", min=1)
+    steps: int = option(10_000, "optimiser steps", min=1, cost=STEPS)
     seed: int = seed_option(0, "seed of the initialisation and of every batch")
     batch_size: int = option(128, "sequences per step (a fresh hypothesis each)", min=1)
     lr: float = option(3e-3, "peak learning rate", above=0)
@@ -47,7 +48,8 @@ class TrainConfig:
     grad_clip: float = option(1.0, "gradient-norm clipping (the largest gradient norm)",
                               above=0)
     eval_every: int = option(1000, "held-out evaluation every N steps", min=1)
-    eval_size: int = option(1000, "held-out sequences per evaluation", min=1)
+    eval_size: int = option(1000, "held-out sequences per evaluation", min=1,
+                           cost=SEQUENCES)
     final_eval_size: int = option(2000, "held-out sequences of the final evaluation", min=1,
                                   cli=False)
     log_every: int = option(50, "training-loss log interval (steps)", min=1, cli=False)

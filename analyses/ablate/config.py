@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...records import option
+from ...records.budget import RUN_LIST, RUNS, SEQUENCES, STEPS
 from ..kit.errors import ExperimentError
 from ..kit.options import comma_ints, comma_words
 from ..kit.run_options import RunOptions, Seeded
@@ -22,7 +23,7 @@ class AblateConfig(Seeded, RunOptions, experiment="ablate"):
     condition; ``ks``: the task's K (observations per HMM sequence) to evaluate at."""
 
     run_dir: str = option("", "wind-tunnel run directory (or its saved model/)", flag="run_dir")
-    n: int = option(2000, "held-out sequences per condition", min=1)
+    n: int = option(2000, "held-out sequences per condition", min=1, cost=SEQUENCES)
     conditions: tuple[str, ...] = option(CONDITIONS, "subset of heads,layers,cumulative "
                                          "(none: only the retrain)", parse=comma_words)
     all_layer_heads: bool = option(False, "ablate the heads of every layer, not only layer 0")
@@ -30,17 +31,17 @@ class AblateConfig(Seeded, RunOptions, experiment="ablate"):
                           "ablation) or none", choices=("mean", "none"))
     ks: tuple[int, ...] = option((), "evaluate at each K (tasks with a K, such as hmm; "
                                  "default: the K it was trained at)", flag="--K",
-                                 parse=comma_ints, min=1, metavar="K[,K...]")
+                                 parse=comma_ints, min=1, metavar="K[,K...]", cost=RUN_LIST)
     retrain_top_attention: int = option(0, "also retrain the run's config with attention "
                                         "zeroed in its top N layers, beside its control "
                                         "(0: no)", flag="--retrain-without-top-attention", min=0,
-                                        metavar="N")
+                                        metavar="N", cost=RUNS)
     retrain_ks: tuple[int, ...] = option((), "K of the retrain's evaluation (default: --K)",
                                          flag="--retrain-K", parse=comma_ints, min=1,
-                                         metavar="K[,K...]")
+                                         metavar="K[,K...]", cost=RUN_LIST)
     retrain_steps: int | None = option(None, "optimiser steps of the retrain and its control "
                                        "(default: the run's own; the run is then the control)",
-                                       min=1)
+                                       min=1, cost=STEPS)
     retrain_minutes: float | None = option(None, "training wall-time budget of each retrain "
                                            "(minutes)", above=0)
 

@@ -89,6 +89,9 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
 def capture(ns: argparse.Namespace) -> int:
     o = config_from_args(CaptureOptions, ns)  # the options, before torch is imported
     prompts = read_prompts(o.prompts)
+    from ...interp.prompt_count import check_prompt_count
+
+    check_prompt_count(prompts)  # before torch or the model loads
     from ...interp import capture as run_capture
     from ...interp.activation_store import check_store_dir
     from ..kit.models import open_model

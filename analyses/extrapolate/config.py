@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...records import option, seed_option
+from ...records.budget import SEQUENCES, STEPS, TOKEN_LIST, TOKENS
 from ...windtunnel.train_config import TrainConfig
 from ..kit.errors import ExperimentError
 from ..kit.run_options import RunOptions, Seeded
@@ -23,18 +24,19 @@ class ExtrapolateConfig(Seeded, RunOptions, experiment="extrapolate",
     seed: int = seed_option(0, "seed of training and of the held-out sequences")
     archs: tuple[str, ...] = option(SCHEMES, "architectures, one per positional scheme",
                                     unique=True)
-    length: int = option(16, "training length L (tokens)", min=6)
+    length: int = option(16, "training length L (tokens)", min=6, cost=TOKENS)
     multiples: tuple[int, ...] = option((1, 2, 5, 10, 50, 100, 500),
-                                        "evaluation lengths as multiples of L", unique=True)
+                                        "evaluation lengths as multiples of L", unique=True,
+                                        cost=TOKEN_LIST)
     key_vocab: int = option(16, "long_recall keys", min=2)
     value_vocab: int = option(16, "long_recall values (the hypotheses)", min=2)
     noise: float = option(0.0, "long_recall observation noise", min=0.0, max=0.5)
     preset: str = option("small", "model size")
-    steps: int = option(2000, "training steps per scheme", min=1)
+    steps: int = option(2000, "training steps per scheme", min=1, cost=STEPS)
     batch_size: int = option(256, "training sequences per step", min=1)
     lr: float = option(1e-3, "peak learning rate (a pilot: 1e-3 with 256 sequences learns "
                        "L = 16 retrieval by 1,000 steps; 3e-3 stalls near 0.4)", above=0)
-    n_eval: int = option(32, "held-out sequences per (scheme, length)", min=1)
+    n_eval: int = option(32, "held-out sequences per (scheme, length)", min=1, cost=SEQUENCES)
     eval_batch: int = option(8, "sequences per chunked forward", min=1, identity=False)
     chunk: int = option(512, "queries per chunk of the long evaluation", min=1,
                         identity=False)

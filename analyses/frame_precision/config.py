@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...records import option
+from ...records.budget import SEQUENCES
 from ..kit.errors import ExperimentError
 from ..kit.run_options import Batched, RunOptions, Seeded
 
@@ -21,8 +22,9 @@ class FramePrecisionConfig(Batched, Seeded, RunOptions,
     run_dir: str = option("", "finished wind-tunnel run trained with --dense-ckpt-until",
                           flag="run_dir")
     n: int = option(500, "held-out sequences of the fixed batch (attention rows, value "
-                    "manifold)", min=5)
-    n_mae: int = option(2000, "held-out sequences of the entropy-MAE evaluation", min=1)
+                    "manifold)", min=5, cost=SEQUENCES)
+    n_mae: int = option(2000, "held-out sequences of the entropy-MAE evaluation", min=1,
+                        cost=SEQUENCES)
     tolerance: float = option(0.1, "plateau tolerance: fraction of the metric's range", above=0,
                               max=1)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ...probes.entropy_probe import ProbeConfig
 from ...records import check_options, option
+from ...records.budget import DRAWS, PROMPTS
 from ..kit.errors import ExperimentError
 from ..kit.options import layers_option
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded, TwinSeeded
@@ -28,17 +29,17 @@ class GeometryConfig(LoadOptions, ModelOptions, Batched, Seeded, TwinSeeded, Run
               "mixed; a wind-tunnel run uses its task)")
     layers: tuple[int, ...] | None = layers_option()
     layer: int = option(-1, "the Table-1 layer (-1: the last)")
-    n_per_quintile: int = option(15, "prompts per entropy quintile", min=1)
-    n_bins: int = option(5, "entropy bins", min=1, cli=False)
-    pool_size: int = option(1000, "candidate prompts scored before sampling", min=1)
+    n_per_quintile: int = option(15, "prompts per entropy quintile", min=1, cost=PROMPTS)
+    n_bins: int = option(5, "entropy bins", min=1, cli=False, cost=PROMPTS)
+    pool_size: int = option(1000, "candidate prompts scored before sampling", min=1, cost=PROMPTS)
     n_resamples: int = option(1000, "bootstrap resamples at the Table-1 layer",
-                              flag="--bootstrap", min=10)
+                              flag="--bootstrap", min=10, cost=DRAWS)
     curve_resamples: int = option(200, "bootstrap resamples at the other layers", min=10,
-                                  cli=False)
+                                  cli=False, cost=DRAWS)
     score_batch_size: int = option(32, "prompts per forward when scoring the pool", min=1,
                                    identity=False, cli=False)
     random_init_draws: int = option(64, "Gaussian draws of the random-init key baseline",
-                                    min=1, cli=False)
+                                    min=1, cli=False, cost=DRAWS)
     init_baseline: bool = option(True, "the same analysis on the model's random-initialisation "
                                  "twin (same class and config, the family's own init)",
                                  negate="--no-init-baseline")

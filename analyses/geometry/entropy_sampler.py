@@ -8,7 +8,8 @@ keeps only the last position's logits. The entropy is in bits over the whole voc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -31,12 +32,17 @@ def next_token_entropy(
     batch_size: int = 32,
     vocab_slice: slice | None = None,
     progress: bool = True,
+    paced: Callable[[float], None] | None = None,
 ) -> np.ndarray:
-    """Entropy (bits) of the next-token distribution after each prompt. [n] float64."""
+    """Entropy (bits) of the next-token distribution after each prompt. [n] float64.
+    ``paced(seconds)``: called once, after the first batch, with the seconds one prompt took
+    (the shortest prompts come first, so the time of the rest is at least that many times),
+    so that a caller can refuse a pool that would not end (:func:`records.budget.check_time`)."""
     tokens, _ = model.encode(prompts)
     order = np.argsort([len(t) for t in tokens], kind="stable")
     out = np.empty(len(tokens))
     bar = tqdm(total=len(tokens), unit="prompt", desc="entropy", disable=not progress)
+    t0 = time.perf_counter()
     try:
         for i in range(0, len(order), batch_size):
             idx = order[i: i + batch_size]
@@ -47,6 +53,8 @@ def next_token_entropy(
             out[idx] = entropy_bits_from_logits(last).to(torch.float64).cpu().numpy()
             del logits, last  # not alive through the next forward
             bar.update(len(idx))
+            if i == 0 and paced is not None:
+                paced((time.perf_counter() - t0) / len(idx))
     finally:
         bar.close()
     return out

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ...interp import InterpModel
 from ...records import Parts, fingerprint, write_table
+from ...records.budget import check_time
 from ..kit.errors import ExperimentError
 from ..prompts.corpora import DEFINITION_DOMAINS, DOMAINS, CorpusPaths
 from ..prompts.pool import MIXED, PoolConfig, PoolError, build_pool
@@ -87,7 +88,10 @@ def score_pool(model: InterpModel, pool: pd.DataFrame, sets: list[str], out: Pat
     if todo.size:
         rows = pool.iloc[todo]
         pool.loc[pool.index[todo], "entropy_bits"] = next_token_entropy(
-            model, prompt_inputs(rows), batch_size, vslice, progress)
+            model, prompt_inputs(rows), batch_size, vslice, progress,
+            paced=lambda s: check_time(s, int(todo.size),
+                                       f"scoring a pool of {int(todo.size):,} prompts",
+                                       "--pool-size", unit="prompts", error=ExperimentError))
     pool["n_tokens"] = token_lengths(model, prompt_inputs(pool))
     write_table(out / POOL_FILE, pool)
     parts.mark("pool", fp, [POOL_FILE])

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...records import option
+from ...records.budget import DRAWS, SEQUENCES
 from ..kit.errors import ExperimentError
 from ..kit.options import model_option
 from ..kit.run_options import Batched, RunOptions, Seeded
@@ -19,11 +20,11 @@ class LayerGeometryConfig(Batched, Seeded, RunOptions, experiment="layer-geometr
 
     model: str | None = model_option("wind-tunnel run directory (its task is read from it)")
     n_sequences: int = option(250, "held-out sequences (rows: sequences x prediction "
-                              "positions)", min=2)
+                              "positions)", min=2, cost=SEQUENCES)
     silhouette_pcs: int = option(10, "principal components the silhouette is computed on",
                                  min=1)
     silhouette_samples: int = option(4000, "rows the silhouette uses at most (a seeded "
-                                     "subset; it costs O(n^2))", min=10)
+                                     "subset; it costs O(n^2))", min=10, cost=DRAWS)
 
     def check(self) -> None:
         super().check()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...records import RunDirError, check_out, option, seed_option
+from ...records.budget import DRAWS, PROMPTS, SEQUENCES
 from ..extrapolate.config import ExtrapolateConfig
 from ..kit.errors import ExperimentError
 from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded
@@ -42,16 +43,18 @@ class MonitorConfig(ModelOptions, Batched, Seeded, RunOptions, experiment="monit
                                               min=0)
     convergence_mae_bits: float = _threshold(0.05, "convergence: the entropy-MAE level (bits)",
                                              above=0)
-    n_sequences: int = option(64, "detect: held-out wind-tunnel sequences", min=1)
-    n_prompts: int = option(64, "detect: LLM prompts (paragraphs of built-in text)", min=1)
-    verify_prompts: int = option(256, "verify: wind-tunnel prompts", min=4)
-    n_per_k: int = option(20, "verify: SULA prompts per k", min=2)
-    n_null: int = option(200, "verify: within-group permutations per head", min=10)
+    n_sequences: int = option(64, "detect: held-out wind-tunnel sequences", min=1, cost=SEQUENCES)
+    n_prompts: int = option(64, "detect: LLM prompts (paragraphs of built-in text)", min=1,
+                            cost=PROMPTS)
+    verify_prompts: int = option(256, "verify: wind-tunnel prompts", min=4, cost=PROMPTS)
+    n_per_k: int = option(20, "verify: SULA prompts per k", min=2, cost=PROMPTS)
+    n_null: int = option(200, "verify: within-group permutations per head", min=10, cost=DRAWS)
     separation_sets: tuple[str, str] = option(("code", "legal"), "geometry: the two domains "
                                               "whose value subspaces are compared")
-    geometry_per_quintile: int = option(10, "geometry: prompts per entropy quintile", min=1)
-    geometry_pool: int = option(300, "geometry: candidate prompts scored", min=1)
-    geometry_bootstrap: int = option(100, "geometry: bootstrap resamples", min=10)
+    geometry_per_quintile: int = option(10, "geometry: prompts per entropy quintile", min=1,
+                                        cost=PROMPTS)
+    geometry_pool: int = option(300, "geometry: candidate prompts scored", min=1, cost=PROMPTS)
+    geometry_bootstrap: int = option(100, "geometry: bootstrap resamples", min=10, cost=DRAWS)
 
     def check(self) -> None:
         super().check()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from ...interp.sites import VECTOR_KINDS
 from ...records import option, seed_option
+from ...records.budget import CONTROLS, PROMPTS
 from ..kit.errors import ExperimentError
 from ..kit.options import comma_floats, comma_ints
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded
@@ -48,7 +49,7 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
     n_random: int | None = option(None, "control directions per layer (default: enough that a "
                                   "primary verdict no control reaches survives Holm with "
                                   f"{MARGIN} to spare, ⌈{MARGIN + 1}m/0.05⌉ for m "
-                                  "conditions)", min=1)
+                                  "conditions)", min=1, cost=CONTROLS)
     null: str = option("energy", "control directions: drawn independently, each carrying the "
                        "axis' energy where the edits are applied (energy); the same in "
                        "mutually orthogonal frames where those can (orthonormal); with its "
@@ -64,10 +65,10 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
                                negate="--no-norm-frozen")
     direct_path: bool = option(False, "the direct-path effect (downstream components held "
                                "clean; one edited layer)")
-    n_per_k: int = option(50, "SULA prompts per k", min=1)
+    n_per_k: int = option(50, "SULA prompts per k", min=1, cost=PROMPTS)
     sula_seed: int = seed_option(42, "seed of the SULA draws", cli=False)
     labels: tuple[str, str] | None = option(None, "SULA label pair, e.g. lug,mip")
-    n_prompts: int = option(250, "wind-tunnel prompts", min=3)
+    n_prompts: int = option(250, "wind-tunnel prompts", min=3, cost=PROMPTS)
 
     def check(self) -> None:
         super().check()

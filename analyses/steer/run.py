@@ -53,6 +53,7 @@ import pandas as pd
 from ... import interp
 from ...probes import AxisProvenance, fit_entropy_axis, prompt_set_hash
 from ...records import Parts, expect_config, fingerprint
+from ...records.budget import check_time
 from ...records.progress import tqdm
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.learned import LearnedCheck
@@ -147,7 +148,12 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
     sites = [interp.site_name(cfg.site, L) for L in layers]
     runner = Runner(m, pp, sites, layers, batch_size=cfg.batch_size, norm_frozen=cfg.norm_frozen,
                     direct_path=cfg.direct_path, progress=cfg.progress, positions=cfg.positions)
+    t_pass = time.perf_counter()
     clean_out = runner.clean()
+    n_random = cfg.n_random or 0  # set by cfg.sized()
+    check_time(time.perf_counter() - t_pass, cfg.n_conditions * (n_random + 1),
+               f"steering against {n_random:,} controls per layer", "--n-random",
+               unit="edited passes (each at least the clean pass' time)", error=ExperimentError)
     if runner.head_rel_error is not None and runner.head_rel_error > HEAD_RTOL:
         raise ExperimentError(f"the direct path needs logits = output embedding(final norm(final "
                          f"residual)); on this model they differ by {runner.head_rel_error:.2g} "

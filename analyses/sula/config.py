@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ...interp.sites import VECTOR_KINDS
 from ...records import option, same_option, seed_option
+from ...records.budget import PROMPTS, TOKEN_LIST
 from ...windtunnel.sula_config import CONDITIONS, SulaError, SulaTaskConfig
 from ..kit.options import comma_words, model_option
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded
@@ -24,8 +25,8 @@ class SulaConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
     model: str | None = model_option("Hub name or local directory (default: the embedded "
                                      "SmolLM2-135M)")
     seed: int = seed_option(42, "seed of the SULA draws")
-    ks: tuple[int, ...] = same_option(SulaTaskConfig, "ks")
-    n_per_k: int = option(50, "prompts per k", min=1)
+    ks: tuple[int, ...] = same_option(SulaTaskConfig, "ks", cost=TOKEN_LIST)
+    n_per_k: int = option(50, "prompts per k", min=1, cost=PROMPTS)
     alpha: float = same_option(SulaTaskConfig, "alpha")
     labels: tuple[str, str] | None = same_option(
         SulaTaskConfig, "labels", None,

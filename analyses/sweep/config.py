@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...records import option, same_option, seed_option
+from ...records.budget import RUN_LIST
 from ...windtunnel.arch_registry import ARCH_NAMES
 from ...windtunnel.names import PRESET_NAMES, TEXT_TASK_NAMES, TOKEN_TASK_NAMES
 from ...windtunnel.task_configs import task_params_problem
@@ -48,7 +49,8 @@ class SweepConfig(RunOptions, experiment="sweep"):
     archs: tuple[str, ...] = option(("transformer",), "architectures (transformer, "
                                     "mlp-position, mlp-flat, ...)", unique=True)
     presets: tuple[str, ...] = option(("small",), "model sizes", unique=True)
-    seeds: tuple[int, ...] = seed_option((0, 1, 2), "seeds (one run each)", unique=True)
+    seeds: tuple[int, ...] = seed_option((0, 1, 2), "seeds (one run each)", unique=True,
+                                         cost=RUN_LIST)
     steps: int = same_option(TrainConfig, "steps", 2000)
     max_minutes: float | None = same_option(TrainConfig, "max_minutes")
     batch_size: int = same_option(TrainConfig, "batch_size")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...records import option, seed_option
+from ...records.budget import DRAWS, PROMPTS
 from ..kit.options import layers_option
 from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded, TwinSeeded, changed_options
 
@@ -19,19 +20,20 @@ class VerifyConfig(ModelOptions, Batched, Seeded, TwinSeeded, RunOptions,
     """One verification (``model``: a Hub name, local directory or wind-tunnel run)."""
 
     task: str | None = option(None, "the task (default: a wind tunnel's own, sula for text)")
-    n_prompts: int = option(256, "wind-tunnel prompts (cut at prediction positions)", min=4)
-    n_per_k: int = option(20, "SULA prompts per k", min=2)
+    n_prompts: int = option(256, "wind-tunnel prompts (cut at prediction positions)", min=4,
+                            cost=PROMPTS)
+    n_per_k: int = option(20, "SULA prompts per k", min=2, cost=PROMPTS)
     labels: tuple[str, str] | None = option(None, "SULA label pair, e.g. lug,mip (default: "
                                             "picked)")
     layers: tuple[int, ...] | None = layers_option("layers whose heads are read")
-    n_null: int = option(200, "within-group permutations per head's null", min=10)
+    n_null: int = option(200, "within-group permutations per head's null", min=10, cost=DRAWS)
     alpha: float = option(0.05, "level of the tests: Holm-adjusted for 'carries the "
                           "posterior', and the best head against the best of as many random "
                           "heads", above=0, max=1)
     n_splits: int = option(20, "seeded two-half splits of the cross-fitted best-head "
-                           "selection (chosen on one half, scored on the other)", min=1)
+                           "selection (chosen on one half, scored on the other)", min=1, cost=DRAWS)
     n_random: int = option(1000, "draws of the best of H random heads, per null (random "
-                           "Dirichlet heads; the model's heads re-dealt)", min=10)
+                           "Dirichlet heads; the model's heads re-dealt)", min=10, cost=DRAWS)
     min_r: float = option(0.3, "smallest |r| for 'carries the posterior'", min=0, max=1)
     sula_seed: int = seed_option(42, "seed of SULA's draws")
 

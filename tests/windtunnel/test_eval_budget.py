@@ -11,8 +11,9 @@ import time
 import pytest
 
 from bayesgeom.analyses.cli import main
+from bayesgeom.records import budget
 from bayesgeom.windtunnel import TaskConfigError, make_task
-from bayesgeom.windtunnel import evaluate as evaluate_module
+from bayesgeom.windtunnel import training as training_module
 from bayesgeom.windtunnel.architectures import build_model
 from bayesgeom.windtunnel.evaluate import check_eval_time, evaluate
 from bayesgeom.windtunnel.training import TrainConfig, train
@@ -22,7 +23,7 @@ HUGE = 10**12
 
 @pytest.fixture(autouse=True)
 def one_minute_limit(monkeypatch):
-    monkeypatch.setattr(evaluate_module, "EVAL_TIME_LIMIT", 60.0)
+    monkeypatch.setattr(budget, "TIME_LIMIT", 60.0)
 
 
 def test_the_estimate_is_the_time_of_one_batch_times_the_batches():
@@ -45,14 +46,24 @@ def test_an_endless_evaluation_stops_after_one_batch():
 
 def test_train_refuses_an_endless_eval_size_before_claiming_its_folder(tmp_path, capsys):
     t0 = time.perf_counter()
-    with pytest.raises(TaskConfigError, match="every 1000 steps would take about"):
+    with pytest.raises(TaskConfigError, match="--eval-size 1,000,000,000,000 cannot end"):
         train(TrainConfig(preset="tiny", eval_size=HUGE), tmp_path / "run", progress=False)
     assert main(["windtunnel", "train", "--preset", "tiny", "--eval-size", str(HUGE),
                  "--out", str(tmp_path / "cli")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "lower --eval-size or raise --eval-every" in err[0], err
+    assert len(err) == 1 and "lower --eval-size" in err[0], err
     assert time.perf_counter() - t0 < 10
     assert not (tmp_path / "run").exists() and not (tmp_path / "cli").exists()
+
+
+def test_train_times_one_eval_batch_before_claiming_its_folder(tmp_path, monkeypatch):
+    """An eval size the static floor lets through (500,000 sequences: 50 s at 0.1 ms each) is
+    refused on the time of one batch (made 1 s here: 10,000 batches of 1 s > 60 s)."""
+    monkeypatch.setattr(training_module, "batch_seconds", lambda *a, **k: 1.0)
+    with pytest.raises(TaskConfigError, match=r"every 1000 steps would take about 2\.8 h .*"
+                                              r"lower --eval-size or raise --eval-every"):
+        train(TrainConfig(preset="tiny", eval_size=500_000), tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()
 
 
 def test_eval_of_a_run_refuses_an_endless_n_in_one_line(tmp_path, capsys):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....records import option
+from ....records.budget import DEEP_STEPS, STEPS
 from ....windtunnel.names import STICKY_SEEDS
 from ...kit.run_options import RunOptions, changed_options
 
@@ -21,12 +22,12 @@ class EmVsSgdConfig(RunOptions, experiment="em-vs-sgd"):
     seeds: int = option(5, "the first N of the authors' seeds 42,2024,1337,7777,9999", min=1,
                         max=len(STICKY_SEEDS), metavar="N")
     steps: int = option(1000, "full-batch training steps per protocol (tuning trials too)",
-                        min=1, metavar="N")
+                        min=1, metavar="N", cost=STEPS)
     quick: bool = option(False, f"a smoke run: {QUICK_SEEDS} seeds, {QUICK_STEPS} steps, "
                          "3-point grids (quick: not a result)")
     deep: bool = option(False, "also run the deep variant (4 blocks, AdamW, held-out test)")
     deep_steps: int = option(2000, "AdamW steps of the deep variant (cosine over them)", min=1,
-                             metavar="N")
+                             metavar="N", cost=DEEP_STEPS)
     deep_seeds: int = option(0, "the deep variant on the first N of the seeds (0: all of "
                              "--seeds); it costs about 2.5 s a step on one CPU core", min=0,
                              metavar="N")

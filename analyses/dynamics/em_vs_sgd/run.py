@@ -49,6 +49,7 @@ from ....records.progress import tqdm
 from ....windtunnel import sticky_chain as sc
 from ...kit.out_dirs import claim
 from ...kit.writer import write_run
+from .budget import check_budget
 from .config import QUICK_SEEDS, QUICK_STEPS, EmVsSgdConfig  # noqa: F401 (re-exported)
 from .deep import DEEP_CLIP, DEEP_LR, DEEP_WD, final_metrics, train_deep
 from .protocols import PILOT_SEED, PROTOCOLS, Protocol
@@ -147,6 +148,7 @@ def run_em_vs_sgd(cfg: EmVsSgdConfig) -> EmVsSgdResult:
     loss), cells.parquet, tuning.parquet, summary.json, manifest.json and report.html under
     ``cfg.out``."""
     cfg.check()
+    check_budget(cfg)  # the time of one step, before the run folder is claimed
     t0 = time.perf_counter()
     seeds = cfg.seed_list()
     n_tuned = sum(len(p.trials(cfg.quick)) for p in PROTOCOLS.values() if p.tuned)
