@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +34,6 @@ import torch
 from ..infotheory import entropy_bits_from_logits
 from ..infotheory.measures import CHUNK_ELEMENTS
 from ..records import hold, run_manifest
-from ..records.budget import check_time
 from ..records.progress import tqdm
 from .activation_store import ActivationStore, ShardWriter
 from .errors import InterpError, ModelNotLoadedError, NonFiniteActivationError
@@ -43,7 +41,7 @@ from .finite import first_nonfinite
 from .model import InterpModel
 from .positions import PositionSpec, RowSelection, check_positions, normalise_positions
 from .positions import select_rows as _select_rows
-from .prompt_count import check_prompt_count
+from .prompt_count import FirstBatchClock, check_prompt_count
 from .prompts import Prompts, prompts_sha256
 from .sites import Site
 from .token_batch import TokenBatch, batch_bounds
@@ -286,7 +284,7 @@ def _run(m: InterpModel, tokens: list[list[int]], lengths: list[int], site_list:
     row_shapes: dict[str, list[int]] = {}
 
     bar = tqdm(total=n, unit="prompt", desc="capture", disable=not progress)
-    t0, timed = time.perf_counter(), False
+    clock = FirstBatchClock(n)
     try:
         with m.hooks([(s, rows.reader(s)) for s in hooked]):
             for k in range(n_shards):
@@ -303,11 +301,7 @@ def _run(m: InterpModel, tokens: list[list[int]], lengths: list[int], site_list:
                     del logits  # not alive through the next forward
                     rows.offset += len(rows.rows)
                     bar.update(j - i)
-                    if not timed:  # the first batch times the rest
-                        timed = True
-                        check_time((time.perf_counter() - t0) / (j - i), n,
-                                   f"capturing {n:,} prompts", "the number of prompts",
-                                   unit="prompts", error=InterpError)
+                    clock.batch_done(j - i)  # the first batch times the rest
                 assert rows.offset == rows.n_rows
                 tensors = rows.buffers
                 row_shapes = {s.name: list(tensors[s.name].shape[1:]) for s in site_list}

@@ -16,7 +16,8 @@ and the option to lower (a :class:`UsageError`, exit status 2):
 
 Both stages use one limit, :data:`TIME_LIMIT` (6 h), read at each call so that tests can lower
 it (``monkeypatch.setattr(records.budget, "TIME_LIMIT", 1.0)``) instead of depending on the
-machine's speed. Why a refusal and not a warning: a run past the limit looks like a hang (no
+machine's speed; a user who means to wait longer sets ``BAYESGEOM_TIME_LIMIT_H`` (hours), which
+every refusal names. Why a refusal and not a warning: a run past the limit looks like a hang (no
 estimate, hours of silence), and the fix, a smaller value, is one flag away.
 
 Example:
@@ -29,6 +30,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +40,8 @@ from .errors import UsageError
 
 #: a run projected to take longer than this (seconds) is refused before its work
 TIME_LIMIT = 6 * 3600.0
+#: the environment variable (hours) that replaces :data:`TIME_LIMIT` for a user who means to wait
+LIMIT_ENV = "BAYESGEOM_TIME_LIMIT_H"
 
 #: floors (seconds) of one unit on any machine, for :class:`Cost` declarations: one optimiser
 #: step of the smallest model (a few ms measured on a laptop core for the tiny wind tunnel)
@@ -48,8 +53,25 @@ DRAW_FLOOR_S = 1e-6
 
 
 def limit_s(limit: float | None = None) -> float:
-    """``limit``, or :data:`TIME_LIMIT` as it is now (read at the call, so tests may lower it)."""
-    return TIME_LIMIT if limit is None else limit
+    """``limit``, else ``$BAYESGEOM_TIME_LIMIT_H`` hours, else :data:`TIME_LIMIT` as it is now
+    (all read at the call, so tests may lower it); a value that is not a number of hours above
+    0 is a :class:`UsageError`."""
+    if limit is not None:
+        return limit
+    raw = os.environ.get(LIMIT_ENV)
+    if raw is None or not raw.strip():
+        return TIME_LIMIT
+    try:
+        hours = float(raw)
+    except ValueError:
+        hours = math.nan
+    if not (math.isfinite(hours) and hours > 0):
+        raise UsageError(f"{LIMIT_ENV} must be a number of hours above 0, got {raw!r}")
+    return hours * 3600.0
+
+
+def _limit_text(lim: float) -> str:
+    return f"the limit is {lim / 3600:g} h; {LIMIT_ENV} raises it"
 
 
 def _seconds(s: float) -> str:
@@ -65,7 +87,7 @@ def time_refusal(unit_seconds: float, units: int, what: str, lower: str, unit: s
     if total <= lim:
         return None
     return (f"{what} would take about {total / 3600:,.1f} h on this machine ({units:,} {unit} "
-            f"of {_seconds(unit_seconds)} s; the limit is {lim / 3600:g} h); lower {lower}")
+            f"of {_seconds(unit_seconds)} s; {_limit_text(lim)}); lower {lower}")
 
 
 def check_time(unit_seconds: float, units: int, what: str, lower: str, unit: str = "batches",
@@ -113,8 +135,8 @@ def floor_refusal(what: str, units: int, unit: str, floor_seconds: float, lower:
     if floor <= lim:
         return None
     return (f"{what} cannot end within the limit on any machine: {units:,} {unit} take at "
-            f"least {floor / 3600:,.1f} h at {_seconds(floor_seconds)} s each (the limit is "
-            f"{lim / 3600:g} h); lower {lower}")
+            f"least {floor / 3600:,.1f} h at {_seconds(floor_seconds)} s each ({_limit_text(lim)}"
+            f"); lower {lower}")
 
 
 class Paced(Exception):

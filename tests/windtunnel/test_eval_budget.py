@@ -29,7 +29,8 @@ def one_minute_limit(monkeypatch):
 def test_the_estimate_is_the_time_of_one_batch_times_the_batches():
     check_eval_time(0.5, 100, "x", "--n", limit=60)  # 50 s: under the limit
     with pytest.raises(TaskConfigError, match=r"x would take about 0\.0 h .*\(200 batches of "
-                                              r"0\.50 s; the limit is 0\.0166667 h\); lower --n"):
+                                              r"0\.50 s; the limit is 0\.0166667 h; "
+                                              r"BAYESGEOM_TIME_LIMIT_H raises it\); lower --n"):
         check_eval_time(0.5, 200, "x", "--n", limit=60)
 
 
