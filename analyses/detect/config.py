@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...records import option
+from ..kit.model_facts import TEXT, WIND_TUNNEL
 from ..kit.options import layers_option
 from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded, TwinSeeded
 
@@ -17,7 +18,10 @@ class DetectConfig(ModelOptions, Batched, Seeded, TwinSeeded, RunOptions, experi
     """One detector run (``model``: a Hub name, local directory or wind-tunnel run)."""
 
     layers: tuple[int, ...] | None = layers_option("layers whose key frames are scored")
-    n_prompts: int = option(64, "prompts of an LLM (paragraphs of built-in text)", min=1)
-    max_tokens: int = option(64, "tokens per LLM prompt at most", min=2)
-    n_tokens: int = option(64, "frame size of an LLM: its most frequent token ids", min=2)
-    n_sequences: int = option(64, "held-out sequences of a wind tunnel", min=1)
+    n_prompts: int = option(64, "prompts of an LLM (paragraphs of built-in text)", min=1,
+                            needs=TEXT)
+    max_tokens: int = option(64, "tokens per LLM prompt at most", min=2, needs=TEXT)
+    n_tokens: int = option(64, "frame size of an LLM: its most frequent token ids", min=2,
+                           needs=TEXT)
+    n_sequences: int = option(64, "held-out sequences of a wind tunnel", min=1,
+                              needs=WIND_TUNNEL)

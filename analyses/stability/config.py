@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ...records import option
 from ..kit.errors import ExperimentError
+from ..kit.model_facts import TEXT
 from ..kit.options import model_option
 from ..kit.run_options import ModelOptions, RunOptions, Seeded, TwinSeeded
 from .result import METRICS
@@ -25,8 +26,10 @@ class StabilityConfig(ModelOptions, Seeded, TwinSeeded, RunOptions, experiment="
     max_length: int | None = option(None, "longest length in tokens: --n-lengths lengths "
                                     "spaced geometrically from the training length to it, "
                                     "instead of --lengths", min=4)
-    n_lengths: int = option(6, "lengths with --max-length", min=2)
-    base_length: int = option(64, "a text model's length unit for --lengths (tokens)", min=8)
+    n_lengths: int = option(6, "lengths with --max-length", min=2,
+                           needs="max_length")
+    base_length: int = option(64, "a text model's length unit for --lengths (tokens)", min=8,
+                             needs=TEXT)
     metrics: tuple[str, ...] = option(METRICS, f"metrics among {', '.join(METRICS)}")
     n_eval: int = option(64, "held-out sequences per length", min=2)
     eval_batch: int = option(8, "sequences per chunked forward", min=1, identity=False)

@@ -34,7 +34,8 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
     site: str = option("attn.v", "site kind edited at each layer (attn.v: the values)",
                        choices=VECTOR_KINDS)
     layers: tuple[int, ...] = option((-1,), "edited layers, e.g. -1 or 8,12,16,20,23 (each "
-                                            "its own axis)", parse=comma_ints)
+                                            "its own axis)", parse=comma_ints,
+                                      layer=True)
     positions: str = option("all", "edit every real token, or the last one",
                             choices=("all", "last"))
     axis_method: str = option("pc1", "how the entropy axis is fitted",
