@@ -38,6 +38,7 @@ from typing import Any
 
 from ... import interp
 from ...interp.ablations import Ablation, BypassLayer, ZeroHead, ZeroSublayer, ablate
+from ...records.options import expect_config
 from ...windtunnel.evaluate import evaluate
 from ...windtunnel.task import TokenTask
 from ..kit.errors import ExperimentError
@@ -171,6 +172,7 @@ def run_ablate(cfg: AblateConfig, model: interp.InterpModel | None = None) -> Ab
     from .report import summarise, write_report
     from .retrain import check_retrain, run_retrain
 
+    expect_config(cfg, AblateConfig, "run_ablate")
     cfg.check()
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.run_dir)

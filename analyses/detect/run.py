@@ -26,6 +26,7 @@ import pandas as pd
 
 from ... import interp
 from ...probes.key_frame import FrameScore, score_frame
+from ...records.options import expect_config
 from ...records.progress import tqdm
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
@@ -92,6 +93,7 @@ def head_frames(m: interp.InterpModel, tokens: list[list[int]], frame_ids: list[
 def run_detect(cfg: DetectConfig, model: interp.InterpModel | None = None) -> DetectResult:
     """Run the detector (module doc); write table.parquet, summary.json, manifest.json and
     report.html under ``cfg.out``."""
+    expect_config(cfg, DetectConfig, "run_detect")
     cfg.check()
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)

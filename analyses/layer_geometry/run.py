@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from ... import interp
 from ...probes import fit_pca, position_design, value_manifold_summary
 from ...probes.cluster_separation import label_silhouette
+from ...records.options import expect_config
 from ...windtunnel import TokenTask
 from ...windtunnel.runs import find_run
 from ...windtunnel.seeds import Purpose, stream
@@ -157,6 +158,7 @@ def run_layer_geometry(cfg: LayerGeometryConfig,
                        model: interp.InterpModel | None = None) -> LayerGeometryResult:
     """Run the analysis (module doc); write table.parquet, scatter.parquet, summary.json,
     manifest.json and report.html under ``cfg.out``; return the result."""
+    expect_config(cfg, LayerGeometryConfig, "run_layer_geometry")
     cfg.check()
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)

@@ -62,6 +62,7 @@ from tqdm.auto import tqdm
 from ... import interp
 from ...probes.attention_entropy import attention_entropy_bits
 from ...probes.decay_fit import CriticalLength, bootstrap_critical_length
+from ...records.options import expect_config
 from ...windtunnel.long_eval import position_limit, score_sequences
 from ...windtunnel.runs import find_run
 from ...windtunnel.seeds import Purpose, stream
@@ -171,6 +172,7 @@ def run_stability(cfg: StabilityConfig, model: interp.InterpModel | None = None,
                   ) -> StabilityResult:
     """Run the analysis (module doc) on ``cfg.model`` (or an already open ``model``, e.g. in a
     notebook); write its outputs under ``cfg.out`` and return the result."""
+    expect_config(cfg, StabilityConfig, "run_stability")
     cfg.check()
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)

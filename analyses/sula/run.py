@@ -27,6 +27,7 @@ from ... import interp
 from ...infotheory import calibration, calibration_by_group, entropy_bits_from_probs
 from ...probes import fit_pca, spearman
 from ...records import Parts, fingerprint
+from ...records.options import expect_config
 from ...windtunnel import PosteriorPrompts, SulaError
 from ...windtunnel.sula import expected_entropy_bits
 from ..kit.models import open_model
@@ -98,6 +99,7 @@ def shared_pc1(per: dict[str, pd.DataFrame], acts: dict[str, np.ndarray],
 def run_sula(cfg: SulaConfig, model: interp.InterpModel | None = None) -> SulaResult:
     """Run every condition (module doc); write table.parquet (one row per prompt), per_k.parquet,
     summary.json, manifest.json and report.html under ``cfg.out``; return the result."""
+    expect_config(cfg, SulaConfig, "run_sula")
     cfg.check()
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,

@@ -60,6 +60,7 @@ from ...probes import posterior_consistency as pc
 from ...probes import selection_control as sc
 from ...probes.multiple_testing import holm
 from ...probes.null_test import null_test
+from ...records.options import expect_config
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
@@ -251,6 +252,7 @@ def run_verify(cfg: VerifyConfig,
                     model: interp.InterpModel | None = None) -> VerifyResult:
     """Run the verifier (module doc); write heads.parquet, groups.parquet, summary.json,
     manifest.json and report.html under ``cfg.out``."""
+    expect_config(cfg, VerifyConfig, "run_verify")
     cfg.check()
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)

@@ -45,6 +45,7 @@ from pathlib import Path
 import torch
 
 from ....records import Parts, fingerprint
+from ....records.options import expect_config
 from ....records.progress import tqdm
 from ....windtunnel import sticky_chain as sc
 from ...kit.out_dirs import claim
@@ -146,6 +147,7 @@ def run_em_vs_sgd(cfg: EmVsSgdConfig) -> EmVsSgdResult:
     """Run the experiment (module doc); write table.parquet (loss curves: protocol, seed, step,
     loss), cells.parquet, tuning.parquet, summary.json, manifest.json and report.html under
     ``cfg.out``."""
+    expect_config(cfg, EmVsSgdConfig, "run_em_vs_sgd")
     cfg.check()
     t0 = time.perf_counter()
     seeds = cfg.seed_list()

@@ -41,6 +41,7 @@ from ....interp.attention_taps import (
     next_token_loss,
 )
 from ....probes import routing_law as rl
+from ....records.options import expect_config
 from ....records.progress import tqdm
 from ....windtunnel.seeds import Purpose, stream
 from ....windtunnel.training import task_loss
@@ -140,6 +141,7 @@ def run_dynamics_verify(cfg: DynamicsVerifyConfig, model: interp.InterpModel | N
                         ) -> DynamicsVerifyResult:
     """Run the check (module doc); write table.parquet, value_step.parquet, summary.json,
     manifest.json and report.html under ``cfg.out``."""
+    expect_config(cfg, DynamicsVerifyConfig, "run_dynamics_verify")
     cfg.check()
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype)
