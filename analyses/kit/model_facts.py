@@ -66,7 +66,7 @@ def check_model_kind(cfg: object, error: Callable[[str], Exception]) -> None:
     verb = "applies" if len(unmet) == 1 else "apply"
     how = ", read on its own task" if kind == WIND_TUNNEL else ""
     raise error(f"{flags} {verb} to {need}s only; {_model_name(spec)} is a {kind}{how}: drop "
-                f"{'it' if len(unmet) == 1 else 'them'}")
+                f"{flags}")
 
 
 def check_layers(cfg: object, error: Callable[[str], Exception]) -> None:
