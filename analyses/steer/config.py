@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from ...interp.sites import VECTOR_KINDS
 from ...records import option, seed_option
 from ..kit.errors import ExperimentError
+from ..kit.model_facts import check_task
 from ..kit.options import comma_floats, comma_ints
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded
 
@@ -72,6 +73,7 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
 
     def check(self) -> None:
         super().check()
+        check_task(self, self.error)
         if not self.layers:
             raise ExperimentError("give at least one layer")
         if not (self.cut_fractions or self.keep_only or self.shift_deltas):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...records import option, seed_option
-from ..kit.model_facts import TEXT
+from ..kit.model_facts import TEXT, check_task
 from ..kit.options import layers_option
 from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded, TwinSeeded
 
@@ -34,6 +34,12 @@ class VerifyConfig(ModelOptions, Batched, Seeded, TwinSeeded, RunOptions,
                            "Dirichlet heads; the model's heads re-dealt)", min=10)
     min_r: float = option(0.3, "smallest |r| for 'carries the posterior'", min=0, max=1)
     sula_seed: int = seed_option(42, "seed of SULA's draws", needs=TEXT)
+
+    def check(self) -> None:
+        """The shared checks (an option the model's kind would ignore among them) and the
+        ``task``'s name (:func:`analyses.kit.model_facts.check_task`)."""
+        super().check()
+        check_task(self, self.error)
 
 
 #: the options only SULA prompts (a text model's) read: declared ``needs=TEXT``, so that
