@@ -54,6 +54,12 @@ CASES: dict[str, tuple[list[str], int]] = {
     "bayesgeom capture --model smolm2": (["-m", "bayesgeom", "capture", "--model", "smolm2",
                                           "--prompts", "p.txt", "--sites", "logits",
                                           "--out", "x"], 2),
+    "bayesgeom verify --task bijectoin": (["-m", "bayesgeom", "verify", "--task", "bijectoin",
+                                           "--out", "x"], 2),
+    "bayesgeom extrapolate --archs llama-bma": (["-m", "bayesgeom", "extrapolate", "--archs",
+                                                 "llama-bma", "--out", "x"], 2),
+    "bayesgeom capture --sites attn.x.v": (["-m", "bayesgeom", "capture", "--prompts", "p.txt",
+                                            "--sites", "attn.x.v", "--out", "x"], 2),
     "bayesgeom windtunnel train --plateau-tol": (["-m", "bayesgeom", "windtunnel", "train",
                                                   "--plateau-tol", "0.1", "--out", "x"], 2),
 }

@@ -31,6 +31,7 @@ from ...records.progress import tqdm
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
+from ..kit.model_facts import check_with
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -94,7 +95,7 @@ def run_detect(cfg: DetectConfig, model: interp.InterpModel | None = None) -> De
     """Run the detector (module doc); write table.parquet, summary.json, manifest.json and
     report.html under ``cfg.out``."""
     expect_config(cfg, DetectConfig, "run_detect")
-    cfg.check()
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)
     if m.modules.adapter.attention is None:

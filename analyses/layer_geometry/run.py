@@ -44,6 +44,7 @@ from ...windtunnel import TokenTask
 from ...windtunnel.runs import find_run
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
+from ..kit.model_facts import check_with
 from ..kit.models import open_model
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -159,7 +160,7 @@ def run_layer_geometry(cfg: LayerGeometryConfig,
     """Run the analysis (module doc); write table.parquet, scatter.parquet, summary.json,
     manifest.json and report.html under ``cfg.out``; return the result."""
     expect_config(cfg, LayerGeometryConfig, "run_layer_geometry")
-    cfg.check()
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)
     if getattr(getattr(m, "task", None), "hyp_slice", None) is None:

@@ -62,7 +62,7 @@ from ..detect.run import DetectConfig, run_detect
 from ..geometry.result import GeometryResult
 from ..geometry.run import GeometryConfig, check_config, run_geometry
 from ..kit.errors import ExperimentError
-from ..kit.model_facts import TEXT, model_kind
+from ..kit.model_facts import check_with
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -120,7 +120,7 @@ def _sub(cfg: MonitorConfig, name: str) -> Path:
 
 
 def _key_check(cfg: MonitorConfig, parts: Parts, m: interp.InterpModel) -> CheckRow:
-    sizes = ({"n_prompts": cfg.n_prompts} if model_kind(cfg.model) == TEXT
+    sizes = ({"n_prompts": cfg.n_prompts} if m.task is None
              else {"n_sequences": cfg.n_sequences})  # only what this kind of model reads
     sub = DetectConfig(model=cfg.model, out=_sub(cfg, "detect"), **sizes, seed=cfg.seed,
                        batch_size=cfg.batch_size, progress=cfg.progress, restart=cfg.restart)
@@ -133,7 +133,7 @@ def _key_check(cfg: MonitorConfig, parts: Parts, m: interp.InterpModel) -> Check
 
 def _posterior_checks(cfg: MonitorConfig, parts: Parts, m: interp.InterpModel,
                       ) -> list[CheckRow]:
-    sula = {"n_per_k": cfg.n_per_k} if model_kind(cfg.model) == TEXT else {}
+    sula = {"n_per_k": cfg.n_per_k} if m.task is None else {}  # SULA: a text model's
     sub = VerifyConfig(model=cfg.model, out=_sub(cfg, "verify"),
                             n_prompts=cfg.verify_prompts, **sula,
                             n_null=cfg.n_null, seed=cfg.seed, batch_size=cfg.batch_size,
@@ -169,7 +169,7 @@ def run_monitor(cfg: MonitorConfig, model: interp.InterpModel | None = None) -> 
     """Run every check (module doc); write table.parquet, table.csv, summary.json,
     manifest.json and report.html under ``cfg.out``, each sub-run in its own sub-folder."""
     expect_config(cfg, MonitorConfig, "run_monitor")
-    cfg.check()
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)
     path = Path(cfg.model) if cfg.model is not None and m.task is not None else None

@@ -46,6 +46,7 @@ from ....records.progress import tqdm
 from ....windtunnel.seeds import Purpose, stream
 from ....windtunnel.training import task_loss
 from ...kit.errors import ExperimentError
+from ...kit.model_facts import check_with
 from ...kit.models import open_model
 from ...kit.out_dirs import claim
 from ...kit.writer import write_run
@@ -142,7 +143,7 @@ def run_dynamics_verify(cfg: DynamicsVerifyConfig, model: interp.InterpModel | N
     """Run the check (module doc); write table.parquet, value_step.parquet, summary.json,
     manifest.json and report.html under ``cfg.out``."""
     expect_config(cfg, DynamicsVerifyConfig, "run_dynamics_verify")
-    cfg.check()
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype)
     if m.info.dtype != cfg.dtype:
