@@ -51,7 +51,14 @@ class Option:
     ``unique``: a tuple whose elements must differ (a list of runs, archs or seeds);
     ``cost``: a size-like option's floor on the seconds one unit takes on any machine
     (:class:`records.budget.Cost`): a value whose units take longer than the time limit even
-    at that floor is refused (the static stage of :mod:`records.budget`)."""
+    at that floor is refused (the static stage of :mod:`records.budget`);
+    ``needs``: the option is read only when the config's field of that name is on (truthy:
+    ``plateau_tol`` needs ``plateau_window``), so :func:`check_options` refuses it given (away
+    from its default) while that field is off -- an option the run would ignore; a name that is
+    no field (``"text model"``, ``"wind tunnel"``) is a kind of model, which the experiment's
+    own check compares with its ``--model``; ``layer``: the values are layer indices of the
+    model (negatives count from the end), checked against its layer count where that is known
+    before the model loads."""
 
     help: str
     flag: str | None = None
@@ -67,6 +74,8 @@ class Option:
     identity: bool = True
     unique: bool = False
     cost: Cost | None = None
+    needs: str | None = None
+    layer: bool = False
 
 
 def option(default: Any, help: str, *, factory: Callable[[], Any] | None = None,
@@ -145,16 +154,57 @@ def expect_config(value: object, cls: type, where: str) -> None:
     """
     if not isinstance(value, cls):
         how = f": pass {cls.__name__}(**that_dict)" if isinstance(value, dict) else ""
-        raise TypeError(f"{where} takes a {cls.__name__}, got a {type(value).__name__}{how}")
+        def article(name: str) -> str:
+            return f"{'an' if name[:1] in 'AEIOU' else 'a'} {name}"
+
+        raise TypeError(f"{where} takes {article(cls.__name__)}, got "
+                        f"{article(type(value).__name__)}{how}")
 
 
 def check_options(cfg: Any, error: type[Exception] = OptionError) -> None:
     """Raise ``error`` (:class:`OptionError` unless an experiment names its own) with a
     one-line message naming the first field whose value breaks its declaration (its shape: a
-    list or a table; its type, a choice, a bound, or a NaN/inf number)."""
-    message = _violation(cfg)
+    list or a table; its type, a choice, a bound, or a NaN/inf number; an empty list where
+    leaving the option out means its default), or an option given while the field it
+    ``needs`` is off (one the run would ignore)."""
+    message = _violation(cfg) or _unread(cfg)
     if message is not None:
         raise error(message)
+
+
+def flag_of(f: dataclasses.Field, opt: Option) -> str:
+    """How a message names field ``f``: its command-line flag (``--plateau-tol``), or the field
+    name for an option the command line does not offer."""
+    return (opt.flag or "--" + f.name.replace("_", "-")) if opt.cli else f.name
+
+
+def default_of(f: dataclasses.Field) -> Any:
+    """The default value of field ``f`` (its factory called)."""
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def given_options(cfg: Any) -> list[tuple[dataclasses.Field, Option]]:
+    """The declared options of ``cfg`` whose value differs from their default (given)."""
+    return [(f, opt) for f, opt in declared(cfg) if getattr(cfg, f.name) != default_of(f)]
+
+
+def _shown(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, tuple | list) else str(value)
+
+
+def _unread(cfg: Any) -> str | None:
+    """The first option given while the field it ``needs`` is off: the run would ignore it."""
+    fields = {f.name: (f, opt) for f, opt in declared(cfg)}
+    for f, opt in given_options(cfg):
+        if opt.needs is None or opt.needs not in fields or getattr(cfg, opt.needs):
+            continue
+        flag, need = flag_of(f, opt), flag_of(*fields[opt.needs])
+        value = getattr(cfg, f.name)
+        shown = "" if isinstance(value, bool) else f" {_shown(value)}"
+        return f"{flag}{shown} is ignored without {need}: give {need} too, or drop {flag}"
+    return None
 
 
 def bound_text(x: float) -> str:
@@ -211,6 +261,10 @@ def _violation(cfg: Any) -> str | None:
         value = getattr(cfg, f.name)
         if value is None:
             continue
+        if isinstance(value, tuple | list) and not value and f.default is None:
+            # an empty list would be read as the default: say so instead
+            return (f"{flag_of(f, opt)} names nothing; leave it out for its default, or name "
+                    "at least one")
         bad_shape = _shape_violation(f.name, hints.get(f.name), value)
         if bad_shape is not None:
             return bad_shape

@@ -47,6 +47,7 @@ import filelock
 from .atomic import make_dir, os_errors
 from .errors import FaultError, FileFault, UsageError, file_in_the_way, os_error_line
 from .files import json_safe, read_json, write_json
+from .links import broken_link
 from .reuse import MARKER, fingerprint
 
 LOCK = ".bayesgeom.lock"
@@ -127,6 +128,9 @@ def check_out(out: str | Path, experiment: str, formerly: tuple[str, ...] = (),
     read as this experiment's), None where it is new or empty; else a one-line
     :class:`RunDirError` (a file, a folder of other files, or another experiment's run)."""
     out = Path(out)
+    link = broken_link(out)
+    if link is not None:
+        raise RunDirError(f"{link}; remove the link or choose another --out")
     if out.exists() and not out.is_dir():
         raise RunDirError(f"{out} is a file, not a directory; choose another --out")
     path = out / RECORD
@@ -241,6 +245,9 @@ class RunDir:
         self._hold: contextlib.AbstractContextManager | None = None
 
     def __enter__(self) -> RunDir:
+        link = broken_link(self.out)  # before hold() makes the folder ("File exists")
+        if link is not None:
+            raise RunDirError(f"{link}; remove the link or choose another --out")
         self._hold = hold(self.out)
         self._hold.__enter__()
         try:

@@ -34,3 +34,28 @@ def plateaued(values: Sequence[float], window: int, tol: float) -> bool:
     if len(v) <= window:
         return False
     return min(v[-window:]) >= (1.0 - tol) * min(v[:-window])
+
+
+def first_decision(window: int, eval_every: int, warmup_steps: int) -> int:
+    """The first step at which the rule can stop a run: an evaluation step (a multiple of
+    ``eval_every``) after the warm-up with more than ``window`` evaluations logged.
+
+    Example:
+        >>> first_decision(5, 50, 300), first_decision(5, 100, 0)
+        (350, 600)
+    """
+    return eval_every * max(window + 1, warmup_steps // eval_every + 1)
+
+
+def unreachable(window: int, eval_every: int, warmup_steps: int, steps: int) -> str | None:
+    """Why a plateau window of ``window`` evaluations cannot stop a run of ``steps`` steps
+    before ``steps`` does (it would be ignored), in one line; None where it can (or is off)."""
+    if not window:
+        return None
+    first = first_decision(window, eval_every, warmup_steps)
+    if first < steps:
+        return None
+    return (f"--plateau-window {window} cannot stop the run before --steps {steps}: the rule "
+            f"first decides at step {first} ({window + 1} held-out evaluations, one every "
+            f"{eval_every} steps, after the {warmup_steps} warm-up steps); lower "
+            "--plateau-window or --eval-every, or raise --steps")

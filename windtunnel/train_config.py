@@ -17,7 +17,7 @@ from ..records import check_options, json_safe, option, run_settings, seed_optio
 from ..records.budget import SEQUENCES, STEPS
 from .arch_registry import ARCH_NAMES
 from .names import PRESET_NAMES, TaskConfigError
-from .plateau_rule import PLATEAU_METRICS
+from .plateau_rule import PLATEAU_METRICS, unreachable
 
 if TYPE_CHECKING:  # the config imports no torch: the command line checks it first
     import pandas as pd
@@ -56,7 +56,8 @@ class TrainConfig:
     ckpt_every: int = option(1000, "checkpoint every N steps", min=1)
     dense_ckpt_until: int = option(0, "also keep model-only checkpoints every "
                                       "--dense-ckpt-every steps until here", min=0)
-    dense_ckpt_every: int = option(100, "interval of the dense early checkpoints", min=1)
+    dense_ckpt_every: int = option(100, "interval of the dense early checkpoints", min=1,
+                                   needs="dense_ckpt_until")
     #: Stop after this much training wall time (a final checkpoint is written). The cosine decay
     #: then follows elapsed time, so the run still ends at the floor learning rate. Time-budgeted
     #: runs are not bit-reproducible (where they stop depends on the machine).
@@ -81,9 +82,9 @@ class TrainConfig:
                                     "most --plateau-tol (0: off; --steps stays the cap)", min=0)
     plateau_tol: float = option(0.02, "the plateau rule's tolerance: an improvement smaller "
                                       "than this fraction of the best so far does not count",
-                                min=0.0, max=0.99)
+                                min=0.0, max=0.99, needs="plateau_window")
     plateau_metric: str = option("kl_bits", "the held-out metric the plateau rule watches",
-                                 choices=PLATEAU_METRICS)
+                                 choices=PLATEAU_METRICS, needs="plateau_window")
 
     def validate(self) -> TokenTask:
         """The task, after checking every option (its declared type and range), the task's
@@ -94,6 +95,9 @@ class TrainConfig:
             raise TaskConfigError(f"betas must each be < 1, got {self.betas}")
         if not isinstance(self.task_params, dict):
             raise TaskConfigError(f"task_params must be a dict, got {self.task_params!r}")
+        never = unreachable(self.plateau_window, self.eval_every, self.warmup_steps, self.steps)
+        if never is not None:
+            raise TaskConfigError(never)
         from .architectures import check_batch_memory
         from .evaluate import EVAL_BATCH
         from .task_registry import make_token_task

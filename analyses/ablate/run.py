@@ -38,9 +38,11 @@ from typing import Any
 
 from ... import interp
 from ...interp.ablations import Ablation, BypassLayer, ZeroHead, ZeroSublayer, ablate
+from ...records.options import expect_config
 from ...windtunnel.evaluate import evaluate
 from ...windtunnel.task import TokenTask
 from ..kit.errors import ExperimentError
+from ..kit.model_facts import check_with
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
 from .config import CONDITIONS, AblateConfig  # noqa: F401 (re-exported)
@@ -171,7 +173,8 @@ def run_ablate(cfg: AblateConfig, model: interp.InterpModel | None = None) -> Ab
     from .report import summarise, write_report
     from .retrain import check_retrain, run_retrain
 
-    cfg.check()
+    expect_config(cfg, AblateConfig, "run_ablate")
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.run_dir)
     task = getattr(m, "task", None)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...records import option, read_text, seed_option
+from ...records.links import broken_link
 from ..kit.options import (
     CLIError,
     add_options,
@@ -57,6 +58,35 @@ class CaptureOptions:
     seed: int = seed_option()
 
 
+def check_model_name(spec: str | None) -> None:
+    """A missing extra (``--model gemma3-270m`` without ``bayesgeom[gemma]``) or a near miss of
+    a bundled model's name (``smolm2``): one line before torch is imported
+    (:func:`interp.embedded_catalogue.check_spec`, a package and a cache lookup)."""
+    from ...interp.embedded_catalogue import check_spec
+    from ...interp.errors import ModelNotAvailableError
+
+    try:
+        check_spec(spec)
+    except ModelNotAvailableError as e:
+        raise CLIError(str(e)) from None
+
+
+def check_site_names(spec: str | None, sites: tuple[str, ...]) -> None:
+    """Site names that name no site of the model (``attn.x.v``, a layer it lacks): one line
+    before torch is imported, where the model's layer count is known without loading it
+    (:func:`interp.layer_count.known_layer_count`; otherwise once it is open)."""
+    from ...interp.errors import UnknownSiteError
+    from ...interp.layer_count import known_layer_count
+    from ...interp.sites import parse_sites
+
+    known = known_layer_count(spec)
+    if known is not None:
+        try:
+            parse_sites(list(sites), known[1])
+        except UnknownSiteError as e:
+            raise CLIError(str(e)) from None
+
+
 def read_prompts(path: Path) -> list[str]:
     """One prompt per line of a UTF-8 file (a leading byte-order mark dropped); a blank line is
     an error (it would shift every prompt index)."""
@@ -88,6 +118,11 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
 
 def capture(ns: argparse.Namespace) -> int:
     o = config_from_args(CaptureOptions, ns)  # the options, before torch is imported
+    check_model_name(o.model)
+    check_site_names(o.model, o.sites)
+    link = broken_link(o.out)
+    if link is not None:
+        raise CLIError(f"{link}; remove the link or choose another --out")
     prompts = read_prompts(o.prompts)
     from ...interp.prompt_count import check_prompt_count
 

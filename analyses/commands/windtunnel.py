@@ -130,6 +130,10 @@ def train(ns: argparse.Namespace) -> int:
 
     cfg = config_from_args(TrainConfig, ns)  # the options, before torch is imported
     cfg.task_params = task_params(ns, cfg.task)
+    from ...records import check_out
+    from ...windtunnel.run_identity import EXPERIMENT
+
+    check_out(ns.out, EXPERIMENT)  # a file, a broken link or another run: before torch
     from ...windtunnel.training import train as run_training
     if cfg.device is not None:
         from ...interp import check_device

@@ -36,6 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from ... import interp
+from ...records.options import expect_config
 from ...windtunnel import make_task
 from ...windtunnel.hmm import window_ladder
 from ...windtunnel.training import TrainConfig, TrainResult, train
@@ -132,6 +133,7 @@ def run_demo(c: DemoConfig) -> DemoResult:
     """Run every step (module doc), announcing each, and return the typed result (its
     terminal summary is :func:`analyses.demo.report.format_summary`)."""
     t0 = time.perf_counter()
+    expect_config(c, DemoConfig, "run_demo")
     c.check()
     llm = open_model(c.model, allow_pickle=c.allow_pickle)  # a bad --model fails first
     with claim(c) as rd:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ...records import option
 from ...records.budget import PROMPTS, SEQUENCES, TOKENS
+from ..kit.model_facts import TEXT, WIND_TUNNEL
 from ..kit.options import layers_option
 from ..kit.run_options import Batched, ModelOptions, RunOptions, Seeded, TwinSeeded
 
@@ -19,8 +20,9 @@ class DetectConfig(ModelOptions, Batched, Seeded, TwinSeeded, RunOptions, experi
 
     layers: tuple[int, ...] | None = layers_option("layers whose key frames are scored")
     n_prompts: int = option(64, "prompts of an LLM (paragraphs of built-in text)", min=1,
-                            cost=PROMPTS)
-    max_tokens: int = option(64, "tokens per LLM prompt at most", min=2, cost=TOKENS)
+                            needs=TEXT, cost=PROMPTS)
+    max_tokens: int = option(64, "tokens per LLM prompt at most", min=2, needs=TEXT, cost=TOKENS)
     n_tokens: int = option(64, "frame size of an LLM: its most frequent token ids", min=2,
-                           cost=TOKENS)
-    n_sequences: int = option(64, "held-out sequences of a wind tunnel", min=1, cost=SEQUENCES)
+                           needs=TEXT, cost=TOKENS)
+    n_sequences: int = option(64, "held-out sequences of a wind tunnel", min=1,
+                              needs=WIND_TUNNEL, cost=SEQUENCES)

@@ -26,10 +26,12 @@ import pandas as pd
 
 from ... import interp
 from ...probes.key_frame import FrameScore, score_frame
+from ...records.options import expect_config
 from ...records.progress import tqdm
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
+from ..kit.model_facts import check_with
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -92,7 +94,8 @@ def head_frames(m: interp.InterpModel, tokens: list[list[int]], frame_ids: list[
 def run_detect(cfg: DetectConfig, model: interp.InterpModel | None = None) -> DetectResult:
     """Run the detector (module doc); write table.parquet, summary.json, manifest.json and
     report.html under ``cfg.out``."""
-    cfg.check()
+    expect_config(cfg, DetectConfig, "run_detect")
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)
     if m.modules.adapter.attention is None:

@@ -5,10 +5,13 @@ at once, with nothing loaded (``tests/analyses/cli/test_validate_first.py``)."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from ...records import option, seed_option
 from ...records.budget import SEQUENCES, STEPS, TOKEN_LIST, TOKENS
+from ...windtunnel.arch_registry import ARCH_NAMES
+from ...windtunnel.names import PRESET_NAMES
 from ...windtunnel.train_config import TrainConfig
 from ..kit.errors import ExperimentError
 from ..kit.run_options import RunOptions, Seeded
@@ -31,7 +34,7 @@ class ExtrapolateConfig(Seeded, RunOptions, experiment="extrapolate",
     key_vocab: int = option(16, "long_recall keys", min=2)
     value_vocab: int = option(16, "long_recall values (the hypotheses)", min=2)
     noise: float = option(0.0, "long_recall observation noise", min=0.0, max=0.5)
-    preset: str = option("small", "model size")
+    preset: str = option("small", "model size", choices=PRESET_NAMES)
     steps: int = option(2000, "training steps per scheme", min=1, cost=STEPS)
     batch_size: int = option(256, "training sequences per step", min=1)
     lr: float = option(1e-3, "peak learning rate (a pilot: 1e-3 with 256 sequences learns "
@@ -48,6 +51,12 @@ class ExtrapolateConfig(Seeded, RunOptions, experiment="extrapolate",
         super().check()
         if not self.multiples or min(self.multiples) != 1:
             raise ExperimentError("--multiples must include 1 (the training length)")
+        unknown = [a for a in self.archs if a not in ARCH_NAMES]
+        if unknown:  # a typo is refused here, not when its scheme's turn to train comes
+            near = difflib.get_close_matches(unknown[0], SCHEMES, n=1, cutoff=0.6)
+            raise ExperimentError(f"unknown archs {', '.join(unknown)}; "
+                                  f"{f'did you mean {near[0]!r}? ' if near else ''}available: "
+                                  f"{', '.join(ARCH_NAMES)}")
         bad = [a for a in self.archs if not a.startswith(("llama", "transformer"))]
         if bad:
             raise ExperimentError(f"archs {bad} have no attention positional scheme")

@@ -34,6 +34,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ...records import Parts, file_sha256, fingerprint
+from ...records.options import expect_config
 from ...windtunnel import load_run, make_token_task
 from ...windtunnel.long_eval import score_sequences
 from ...windtunnel.training import train
@@ -68,6 +69,7 @@ def extrapolation_ratio(accuracy: dict[int, float], tolerance: float) -> int:
 
 def run_extrapolate(cfg: ExtrapolateConfig) -> ExtrapolateResult:
     """Train, evaluate and write table.parquet, summary.json, manifest.json, report.html."""
+    expect_config(cfg, ExtrapolateConfig, "run_extrapolate")
     cfg.check()
     t0 = time.perf_counter()
     task = make_token_task("long_recall", **cfg.task_params())

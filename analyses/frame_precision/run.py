@@ -66,6 +66,7 @@ from ... import interp
 from ...probes import token_key_orthogonality, value_manifold_summary
 from ...probes.attention_rows import attention_mass, content_masks, js_divergence_bits
 from ...probes.plateau import plateau_step
+from ...records.options import expect_config
 from ...windtunnel import TaskBatch, TokenTask
 from ...windtunnel.architectures import attention_archs, build_model
 from ...windtunnel.bijection import paper1_token_ids
@@ -195,6 +196,7 @@ def js_rows(pat: np.ndarray, ref: np.ndarray) -> list[Row]:
 def run_frame_precision(cfg: FramePrecisionConfig) -> FramePrecisionResult:
     """Read every checkpoint (module doc); write table.parquet (tidy: step, source, group,
     metric, layer, value), summary.json, manifest.json and report.html under ``cfg.out``."""
+    expect_config(cfg, FramePrecisionConfig, "run_frame_precision")
     cfg.check()
     t0 = time.perf_counter()
     run = Path(cfg.run_dir)

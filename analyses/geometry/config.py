@@ -28,7 +28,7 @@ class GeometryConfig(LoadOptions, ModelOptions, Batched, Seeded, TwinSeeded, Run
         None, f"prompt sets, the first is the headline one: {', '.join(PROMPT_SETS)} (default "
               "mixed; a wind-tunnel run uses its task)")
     layers: tuple[int, ...] | None = layers_option()
-    layer: int = option(-1, "the Table-1 layer (-1: the last)")
+    layer: int = option(-1, "the Table-1 layer (-1: the last)", layer=True)
     n_per_quintile: int = option(15, "prompts per entropy quintile", min=1, cost=PROMPTS)
     n_bins: int = option(5, "entropy bins", min=1, cli=False, cost=PROMPTS)
     pool_size: int = option(1000, "candidate prompts scored before sampling", min=1, cost=PROMPTS)

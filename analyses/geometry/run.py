@@ -44,6 +44,7 @@ from ...records import expect_config
 from ...windtunnel.runs import RUN_RECORD
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
+from ..kit.model_facts import check_with
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -99,7 +100,7 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
     """Run the pipeline (module doc), write its files and return the typed result."""
     t0 = time.perf_counter()
     expect_config(cfg, GeometryConfig, "run_geometry")
-    cfg.check()
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
                                                    allow_pickle=cfg.allow_pickle)
     layers, table_layer = analysed_layers(cfg.layers, cfg.layer, m.n_layers)

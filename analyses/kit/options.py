@@ -96,7 +96,8 @@ def model_option(help: str = MODEL_HELP) -> Any:
 
 def layers_option(what: str = "analysed layers") -> Any:
     """``--layers``: ``what``, all by default, e.g. ``0,5,-1`` or ``0-3`` (:func:`layer_list`)."""
-    return option(None, f"{what}: all (default) or e.g. 0,5,-1 or 0-3", parse=layer_list)
+    return option(None, f"{what}: all (default) or e.g. 0,5,-1 or 0-3", parse=layer_list,
+                  layer=True)
 
 
 def allow_pickle_option() -> Any:

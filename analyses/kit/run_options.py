@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 from ...records import check_options, check_out, seed_option
 from .errors import ExperimentError
+from .model_facts import check_layers, check_model_kind
 from .options import (
     allow_pickle_option,
     batch_size_option,
@@ -111,11 +112,15 @@ class RunOptions:
         """Before any expensive work: raise :class:`ExperimentError` naming the first option
         out of its declared range (the same one line from the Python API as from the command
         line), or :class:`records.RunDirError` where ``out`` cannot hold this run (a file, a
-        folder of other files, another experiment's run; :func:`records.check_out`)."""
+        folder of other files, another experiment's run; :func:`records.check_out`); then the
+        model's name, an option its kind would ignore and a layer it lacks
+        (:mod:`analyses.kit.model_facts`)."""
         check_options(self, self.error)
         check_out(self.out, self.experiment, self.formerly)
         if isinstance(getattr(self, "model", None), str):  # every model option (model_option)
             check_embedded(self.model, self.error)  # type: ignore[attr-defined]
+        check_model_kind(self, self.error)  # an option the model's kind would ignore
+        check_layers(self, self.error)  # a layer the model lacks, where its count is known
 
     def error(self, message: str) -> ExperimentError:
         """An :class:`ExperimentError` of this experiment."""

@@ -39,10 +39,12 @@ from tqdm.auto import tqdm
 from ... import interp
 from ...probes import fit_pca, position_design, value_manifold_summary
 from ...probes.cluster_separation import label_silhouette
+from ...records.options import expect_config
 from ...windtunnel import TokenTask
 from ...windtunnel.runs import find_run
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
+from ..kit.model_facts import check_with
 from ..kit.models import open_model
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -157,7 +159,8 @@ def run_layer_geometry(cfg: LayerGeometryConfig,
                        model: interp.InterpModel | None = None) -> LayerGeometryResult:
     """Run the analysis (module doc); write table.parquet, scatter.parquet, summary.json,
     manifest.json and report.html under ``cfg.out``; return the result."""
-    cfg.check()
+    expect_config(cfg, LayerGeometryConfig, "run_layer_geometry")
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)
     if getattr(getattr(m, "task", None), "hyp_slice", None) is None:

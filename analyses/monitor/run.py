@@ -56,11 +56,13 @@ import numpy as np
 from ... import interp
 from ...probes.posterior_consistency import coverage
 from ...records import Parts, fingerprint, from_json, run_settings
+from ...records.options import expect_config
 from ..detect.result import DetectResult
 from ..detect.run import DetectConfig, run_detect
 from ..geometry.result import GeometryResult
 from ..geometry.run import GeometryConfig, check_config, run_geometry
 from ..kit.errors import ExperimentError
+from ..kit.model_facts import check_with
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -118,9 +120,10 @@ def _sub(cfg: MonitorConfig, name: str) -> Path:
 
 
 def _key_check(cfg: MonitorConfig, parts: Parts, m: interp.InterpModel) -> CheckRow:
-    sub = DetectConfig(model=cfg.model, out=_sub(cfg, "detect"), n_prompts=cfg.n_prompts,
-                       n_sequences=cfg.n_sequences, seed=cfg.seed, batch_size=cfg.batch_size,
-                       progress=cfg.progress, restart=cfg.restart)
+    sizes = ({"n_prompts": cfg.n_prompts} if m.task is None
+             else {"n_sequences": cfg.n_sequences})  # only what this kind of model reads
+    sub = DetectConfig(model=cfg.model, out=_sub(cfg, "detect"), **sizes, seed=cfg.seed,
+                       batch_size=cfg.batch_size, progress=cfg.progress, restart=cfg.restart)
     try:
         res = _reused(parts, "detect", sub, m, DetectResult, run_detect, cfg.restart)
     except ExperimentError as e:
@@ -130,8 +133,9 @@ def _key_check(cfg: MonitorConfig, parts: Parts, m: interp.InterpModel) -> Check
 
 def _posterior_checks(cfg: MonitorConfig, parts: Parts, m: interp.InterpModel,
                       ) -> list[CheckRow]:
+    sula = {"n_per_k": cfg.n_per_k} if m.task is None else {}  # SULA: a text model's
     sub = VerifyConfig(model=cfg.model, out=_sub(cfg, "verify"),
-                            n_prompts=cfg.verify_prompts, n_per_k=cfg.n_per_k,
+                            n_prompts=cfg.verify_prompts, **sula,
                             n_null=cfg.n_null, seed=cfg.seed, batch_size=cfg.batch_size,
                             progress=cfg.progress, restart=cfg.restart)
     try:
@@ -164,7 +168,8 @@ def _separation_check(cfg: MonitorConfig, parts: Parts, m: interp.InterpModel) -
 def run_monitor(cfg: MonitorConfig, model: interp.InterpModel | None = None) -> MonitorResult:
     """Run every check (module doc); write table.parquet, table.csv, summary.json,
     manifest.json and report.html under ``cfg.out``, each sub-run in its own sub-folder."""
-    cfg.check()
+    expect_config(cfg, MonitorConfig, "run_monitor")
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)
     path = Path(cfg.model) if cfg.model is not None and m.task is not None else None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ...records import option
 from ...records.budget import DRAWS, RUNS, SEQUENCES, TOKEN_LIST, TOKENS
 from ..kit.errors import ExperimentError
+from ..kit.model_facts import TEXT
 from ..kit.options import model_option
 from ..kit.run_options import ModelOptions, RunOptions, Seeded, TwinSeeded
 from .result import METRICS
@@ -26,9 +27,10 @@ class StabilityConfig(ModelOptions, Seeded, TwinSeeded, RunOptions, experiment="
     max_length: int | None = option(None, "longest length in tokens: --n-lengths lengths "
                                     "spaced geometrically from the training length to it, "
                                     "instead of --lengths", min=4, cost=TOKENS)
-    n_lengths: int = option(6, "lengths with --max-length", min=2, cost=RUNS)
+    n_lengths: int = option(6, "lengths with --max-length", min=2, needs="max_length",
+                            cost=RUNS)
     base_length: int = option(64, "a text model's length unit for --lengths (tokens)", min=8,
-                              cost=TOKENS)
+                              needs=TEXT, cost=TOKENS)
     metrics: tuple[str, ...] = option(METRICS, f"metrics among {', '.join(METRICS)}")
     n_eval: int = option(64, "held-out sequences per length", min=2, cost=SEQUENCES)
     eval_batch: int = option(8, "sequences per chunked forward", min=1, identity=False)

@@ -62,11 +62,13 @@ from tqdm.auto import tqdm
 from ... import interp
 from ...probes.attention_entropy import attention_entropy_bits
 from ...probes.decay_fit import CriticalLength, bootstrap_critical_length
+from ...records.options import expect_config
 from ...windtunnel.long_eval import position_limit, score_sequences
 from ...windtunnel.runs import find_run
 from ...windtunnel.seeds import Purpose, stream
 from ..detect.run import DetectConfig, head_frames
 from ..kit.errors import ExperimentError
+from ..kit.model_facts import check_with
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -171,7 +173,8 @@ def run_stability(cfg: StabilityConfig, model: interp.InterpModel | None = None,
                   ) -> StabilityResult:
     """Run the analysis (module doc) on ``cfg.model`` (or an already open ``model``, e.g. in a
     notebook); write its outputs under ``cfg.out`` and return the result."""
-    cfg.check()
+    expect_config(cfg, StabilityConfig, "run_stability")
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)
     task = getattr(m, "task", None)

@@ -12,6 +12,7 @@ from ...interp.sites import VECTOR_KINDS
 from ...records import option, seed_option
 from ...records.budget import CONTROLS, PROMPTS
 from ..kit.errors import ExperimentError
+from ..kit.model_facts import check_task
 from ..kit.options import comma_floats, comma_ints
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded
 
@@ -35,7 +36,8 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
     site: str = option("attn.v", "site kind edited at each layer (attn.v: the values)",
                        choices=VECTOR_KINDS)
     layers: tuple[int, ...] = option((-1,), "edited layers, e.g. -1 or 8,12,16,20,23 (each "
-                                            "its own axis)", parse=comma_ints)
+                                            "its own axis)", parse=comma_ints,
+                                      layer=True)
     positions: str = option("all", "edit every real token, or the last one",
                             choices=("all", "last"))
     axis_method: str = option("pc1", "how the entropy axis is fitted",
@@ -72,6 +74,7 @@ class SteerConfig(LoadOptions, ModelOptions, Batched, Seeded, RunOptions,
 
     def check(self) -> None:
         super().check()
+        check_task(self, self.error)
         if not self.layers:
             raise ExperimentError("give at least one layer")
         if not (self.cut_fractions or self.keep_only or self.shift_deltas):

@@ -60,6 +60,7 @@ from ...windtunnel.learned import LearnedCheck
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
+from ..kit.model_facts import check_with
 from ..kit.models import open_model
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -120,7 +121,7 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
     """Run the experiment (module doc); write table/effects/summary/manifest/report under
     ``cfg.out`` and return the typed result."""
     expect_config(cfg, SteerConfig, "run_steer")
-    cfg.check()
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     cfg = cfg.sized()
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,

@@ -27,8 +27,10 @@ from ... import interp
 from ...infotheory import calibration, calibration_by_group, entropy_bits_from_probs
 from ...probes import fit_pca, spearman
 from ...records import Parts, fingerprint
+from ...records.options import expect_config
 from ...windtunnel import PosteriorPrompts, SulaError
 from ...windtunnel.sula import expected_entropy_bits
+from ..kit.model_facts import check_with
 from ..kit.models import open_model
 from ..kit.out_dirs import claim
 from ..kit.posteriors import model_posterior
@@ -98,7 +100,8 @@ def shared_pc1(per: dict[str, pd.DataFrame], acts: dict[str, np.ndarray],
 def run_sula(cfg: SulaConfig, model: interp.InterpModel | None = None) -> SulaResult:
     """Run every condition (module doc); write table.parquet (one row per prompt), per_k.parquet,
     summary.json, manifest.json and report.html under ``cfg.out``; return the result."""
-    cfg.check()
+    expect_config(cfg, SulaConfig, "run_sula")
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
                                                    allow_pickle=cfg.allow_pickle)

@@ -14,6 +14,7 @@ from ...records import option, same_option, seed_option
 from ...records.budget import RUN_LIST
 from ...windtunnel.arch_registry import ARCH_NAMES
 from ...windtunnel.names import PRESET_NAMES, TEXT_TASK_NAMES, TOKEN_TASK_NAMES
+from ...windtunnel.plateau_rule import unreachable
 from ...windtunnel.task_configs import task_params_problem
 from ...windtunnel.train_config import TrainConfig
 from ..kit.errors import ExperimentError
@@ -90,6 +91,9 @@ class SweepConfig(RunOptions, experiment="sweep"):
             raise ExperimentError(f"{', '.join(text)} is a text task; a sweep trains token tasks")
         if not self.seeds:
             raise ExperimentError("give at least one seed")
+        never = unreachable(self.plateau_window, self.eval_every, self.warmup_steps, self.steps)
+        if never is not None:
+            raise ExperimentError(never)
         for name in ("task_params", "eval_params"):
             extra = sorted(set(getattr(self, name)) - set(self.tasks))
             if extra:
@@ -116,6 +120,11 @@ class SweepConfig(RunOptions, experiment="sweep"):
             bad = check_overrides(task, self.task_params.get(task, {}), overrides)
             if bad:
                 raise ExperimentError(bad[0])
+
+    @property
+    def warmup_steps(self) -> int:
+        """The warm-up every cell trains with (a tenth of ``steps``, at most 300)."""
+        return min(300, self.steps // 10)
 
     def extra_metrics(self) -> list[str]:
         """The columns the extra evaluations add (``entropy_mae_bits@K=50`` ...)."""

@@ -38,6 +38,7 @@ from typing import Any
 import pandas as pd
 
 from ...records import BayesgeomError, finished_with, json_safe
+from ...records.options import expect_config
 from ...records.progress import tqdm
 from ...windtunnel.training import TrainConfig
 from ..kit.out_dirs import claim
@@ -82,7 +83,7 @@ def cells(cfg: SweepConfig) -> list[Cell]:
                                      plateau_tol=cfg.plateau_tol,
                                      plateau_metric=cfg.plateau_metric,
                                      ckpt_every=max(1, min(1000, cfg.steps)),
-                                     warmup_steps=min(300, cfg.steps // 10),
+                                     warmup_steps=cfg.warmup_steps,
                                      max_minutes=cfg.max_minutes, device=cfg.device)
                     out.append(Cell(task, arch, preset, seed, tc,
                                     tuple(cfg.eval_params.get(task, []))))
@@ -117,6 +118,7 @@ def _failed(cell: Cell, e: BaseException) -> dict[str, Any]:
 def run_sweep(cfg: SweepConfig) -> SweepResult:
     """Run (or reuse) every cell, then aggregate (module doc)."""
     t0 = time.perf_counter()
+    expect_config(cfg, SweepConfig, "run_sweep")
     cfg.check()
     grid = cells(cfg)
     for c in grid:  # every cell's options and memory, before anything runs

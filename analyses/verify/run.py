@@ -60,10 +60,12 @@ from ...probes import posterior_consistency as pc
 from ...probes import selection_control as sc
 from ...probes.multiple_testing import holm
 from ...probes.null_test import null_test
+from ...records.options import expect_config
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
+from ..kit.model_facts import check_with
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
@@ -251,7 +253,8 @@ def run_verify(cfg: VerifyConfig,
                     model: interp.InterpModel | None = None) -> VerifyResult:
     """Run the verifier (module doc); write heads.parquet, groups.parquet, summary.json,
     manifest.json and report.html under ``cfg.out``."""
-    cfg.check()
+    expect_config(cfg, VerifyConfig, "run_verify")
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model)
     if m.modules.adapter.attention is None:

@@ -59,3 +59,12 @@ def test_bad_plateau_options_are_refused():
         _cfg(plateau_metric="loss").validate()
     with pytest.raises(TaskConfigError, match="plateau_tol"):
         _cfg(plateau_tol=1.0).validate()
+
+
+def test_the_first_step_the_rule_can_stop_a_run_at():
+    from bayesgeom.windtunnel.plateau_rule import first_decision, unreachable
+
+    assert first_decision(window=1, eval_every=2, warmup_steps=1) == 4  # 2 evaluations
+    assert first_decision(window=5, eval_every=50, warmup_steps=300) == 350  # after warm-up
+    assert unreachable(5, 50, 300, steps=351) is None and unreachable(0, 50, 300, 10) is None
+    assert "first decides at step 350" in unreachable(5, 50, 300, steps=350)

@@ -27,10 +27,10 @@ class EmVsSgdConfig(RunOptions, experiment="em-vs-sgd"):
                          "3-point grids (quick: not a result)")
     deep: bool = option(False, "also run the deep variant (4 blocks, AdamW, held-out test)")
     deep_steps: int = option(2000, "AdamW steps of the deep variant (cosine over them)", min=1,
-                             metavar="N", cost=DEEP_STEPS)
+                             metavar="N", needs="deep", cost=DEEP_STEPS)
     deep_seeds: int = option(0, "the deep variant on the first N of the seeds (0: all of "
                              "--seeds); it costs about 2.5 s a step on one CPU core", min=0,
-                             metavar="N")
+                             metavar="N", needs="deep")
 
     def check(self) -> None:
         super().check()

@@ -45,6 +45,7 @@ from pathlib import Path
 import torch
 
 from ....records import Parts, fingerprint
+from ....records.options import expect_config
 from ....records.progress import tqdm
 from ....windtunnel import sticky_chain as sc
 from ...kit.out_dirs import claim
@@ -147,6 +148,7 @@ def run_em_vs_sgd(cfg: EmVsSgdConfig) -> EmVsSgdResult:
     """Run the experiment (module doc); write table.parquet (loss curves: protocol, seed, step,
     loss), cells.parquet, tuning.parquet, summary.json, manifest.json and report.html under
     ``cfg.out``."""
+    expect_config(cfg, EmVsSgdConfig, "run_em_vs_sgd")
     cfg.check()
     check_budget(cfg)  # the time of one step, before the run folder is claimed
     t0 = time.perf_counter()

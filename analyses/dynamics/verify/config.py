@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ....records import option
 from ....records.budget import SEQUENCES
 from ...kit.errors import ExperimentError
+from ...kit.model_facts import TEXT, WIND_TUNNEL
 from ...kit.options import layers_option, model_option
 from ...kit.run_options import RunOptions, Seeded
 
@@ -21,8 +22,9 @@ class DynamicsVerifyConfig(Seeded, RunOptions, experiment="dynamics-verify"):
     model: str | None = model_option()
     layers: tuple[int, ...] | None = layers_option("layers to check")
     prompts: tuple[str, ...] | None = option(None, "prompts of an LLM (default: four "
-                                             "built-in sentences)")
-    n_sequences: int = option(8, "held-out task sequences of a wind tunnel", min=1, cost=SEQUENCES)
+                                             "built-in sentences)", needs=TEXT)
+    n_sequences: int = option(8, "held-out task sequences of a wind tunnel", min=1,
+                              needs=WIND_TUNNEL, cost=SEQUENCES)
     loss: str = option("auto", "the loss differentiated: the wind tunnel's task loss, or "
                        "next-token cross-entropy (auto: task for a wind tunnel)",
                        choices=("auto", "task", "next-token"))

@@ -41,10 +41,12 @@ from ....interp.attention_taps import (
     next_token_loss,
 )
 from ....probes import routing_law as rl
+from ....records.options import expect_config
 from ....records.progress import tqdm
 from ....windtunnel.seeds import Purpose, stream
 from ....windtunnel.training import task_loss
 from ...kit.errors import ExperimentError
+from ...kit.model_facts import check_with
 from ...kit.models import open_model
 from ...kit.out_dirs import claim
 from ...kit.writer import write_run
@@ -140,7 +142,8 @@ def run_dynamics_verify(cfg: DynamicsVerifyConfig, model: interp.InterpModel | N
                         ) -> DynamicsVerifyResult:
     """Run the check (module doc); write table.parquet, value_step.parquet, summary.json,
     manifest.json and report.html under ``cfg.out``."""
-    cfg.check()
+    expect_config(cfg, DynamicsVerifyConfig, "run_dynamics_verify")
+    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype)
     if m.info.dtype != cfg.dtype:

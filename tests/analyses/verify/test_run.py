@@ -78,8 +78,8 @@ def test_a_model_outputting_the_exact_posterior_is_fully_consistent(windtunnel_r
 
 
 @pytest.mark.parametrize("flags, msg", [
-    (["--sula-seed", "7"], "--sula-seed applies to text models (SULA prompts)"),
-    (["--n-per-k", "3", "--sula-seed", "7"], "--n-per-k, --sula-seed apply to text models"),
+    (["--sula-seed", "7"], "--sula-seed applies to text models only"),
+    (["--n-per-k", "3", "--sula-seed", "7"], "--n-per-k, --sula-seed apply to text models only"),
 ])
 def test_sula_options_on_a_wind_tunnel_are_refused_not_ignored(windtunnel_run, tmp_path, capsys,
                                                                 flags, msg):

@@ -1,0 +1,36 @@
+"""A model's layer count where it is known before it loads (issue 38, cause 8)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bayesgeom.interp.layer_count import known_layer_count
+
+
+def test_the_embedded_models_counts_are_in_the_catalogue():
+    assert known_layer_count(None) == ("smollm2-135m-instruct", 30)
+    assert known_layer_count("default") == ("smollm2-135m-instruct", 30)
+    assert known_layer_count("gemma3-270m") == ("gemma-3-270m", 18)
+
+
+@pytest.mark.parametrize("config, count", [
+    ({"model_type": "llama", "num_hidden_layers": 4}, 4),
+    ({"model_type": "gpt2", "n_layer": 3}, 3),
+    ({"model_type": "gemma3", "text_config": {"num_hidden_layers": 6}}, 6),
+    ({"model_type": "bayesgeom_mlp", "num_layers": 2}, None),  # a wind tunnel: counted on load
+    ({"model_type": "gpt2", "n_layer": 2, "bayesgeom_preset": "tiny"}, None),
+    ({"model_type": "llama"}, None),
+])
+def test_a_local_folder_is_read_from_its_config(tmp_path, config, count):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    got = known_layer_count(str(tmp_path))
+    assert (got[1] if got else None) == count
+
+
+def test_unknown_without_loading_is_none(tmp_path):
+    assert known_layer_count("org/model") is None  # a Hub name
+    assert known_layer_count(str(tmp_path)) is None  # no config.json
+    (tmp_path / "config.json").write_text("{not json")
+    assert known_layer_count(str(tmp_path)) is None
