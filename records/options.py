@@ -288,12 +288,7 @@ def _violation(cfg: Any) -> str | None:
             if opt.max is not None and v > opt.max:
                 return f"{f.name} must be <= {bound_text(opt.max)}, got {value!r}"
         if opt.cost is not None:
-            too_long = opt.cost.refusal(flag_of(f.name, opt), value)
+            too_long = opt.cost.refusal(flag_of(f, opt), value)
             if too_long is not None:
                 return too_long
     return None
-
-
-def flag_of(name: str, opt: Option) -> str:
-    """The command-line flag of field ``name`` (its declared ``flag`` or ``--name-like-this``)."""
-    return opt.flag or f"--{name.replace('_', '-')}"

@@ -76,7 +76,8 @@ def test_each_costed_option_reaches_the_estimator(cmd, cls, name, opt, tmp_path,
         cfg.check()
     line = str(e.value)
     assert "\n" not in line and "cannot end within the limit on any machine" in line, line
-    assert line.endswith(f"lower {flag_of(name, opt)}"), line
+    field = {f.name: f for f in dataclasses.fields(cls)}[name]
+    assert line.endswith(f"lower {flag_of(field, opt)}"), line
 
 
 def _one_line(capsys) -> str:
