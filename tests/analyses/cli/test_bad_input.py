@@ -23,9 +23,11 @@ from bayesgeom.analyses.geometry.run import GeometryConfig
 from bayesgeom.analyses.kit.options import _strip_optional
 from bayesgeom.analyses.registry import experiments
 from bayesgeom.records import declared
-from bayesgeom.records.options import bound_text
+from bayesgeom.records.options import bound_text, flag_of
 from bayesgeom.windtunnel import TASKS
 from bayesgeom.windtunnel.training import TrainConfig
+
+from .declared_options import each_option
 
 #: command -> (argv before the option, config class); X is the output folder (never created).
 #: Every registered experiment is in it (from the registry: a new one joins the table by itself)
@@ -68,15 +70,10 @@ def _bad_values(f: dataclasses.Field, opt: Any, tp: Any) -> list[tuple[str, str]
 
 def _range_cases() -> list[Any]:
     cases = []
-    for cmd, (argv, cls) in COMMANDS.items():
-        hints = typing.get_type_hints(cls)
-        for f, opt in declared(cls):
-            if not opt.cli or opt.choices is not None:
-                continue
-            flag = opt.flag or "--" + f.name.replace("_", "-")
-            for value, msg in _bad_values(f, opt, hints[f.name]):
-                cases.append(pytest.param([*argv, flag, value], msg, 2,
-                                          id=f"{cmd} {flag} {value}"))
+    for cmd, argv, _, f, opt, tp in each_option(COMMANDS, with_choices=False):
+        flag = flag_of(f, opt)
+        for value, msg in _bad_values(f, opt, tp):
+            cases.append(pytest.param([*argv, flag, value], msg, 2, id=f"{cmd} {flag} {value}"))
     return cases
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,24 +20,17 @@ from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.analyses.kit.model_facts import TEXT, WIND_TUNNEL
 from bayesgeom.analyses.kit.options import _strip_optional
-from bayesgeom.analyses.registry import experiments
 from bayesgeom.records import declared
-from bayesgeom.records.options import OptionError, _unread, default_of
+from bayesgeom.records.options import OptionError, _unread, default_of, flag_of
 from bayesgeom.windtunnel.names import TaskConfigError
 from bayesgeom.windtunnel.train_config import TrainConfig
 
+from .declared_options import each_option, experiment_commands
+
 #: every config with declared options: the experiments' (from the registry) and training's,
 #: each with its command line (X: the output folder, never created)
-CONFIGS: dict[str, tuple[list[str], type]] = {"train": (["windtunnel", "train"], TrainConfig)}
-for _e in experiments():
-    CONFIGS[_e.name if not _e.group else f"{_e.group} {_e.name}"] = (
-        [*([_e.group] if _e.group else []), _e.name,
-         *(["R"] * sum(1 for _, o in declared(_e.config) if o.flag and o.flag[0] != "-")),
-         *(["--models", "default"] if _e.name == "compare" else [])], _e.config)
-
-
-def _flag(f: dataclasses.Field, opt: Any) -> str:
-    return opt.flag or "--" + f.name.replace("_", "-")
+CONFIGS: dict[str, tuple[list[str], type]] = {"train": (["windtunnel", "train"], TrainConfig),
+                                              **experiment_commands()}
 
 
 def _other_value(f: dataclasses.Field, opt: Any, tp: Any) -> tuple[Any, str]:
@@ -61,21 +55,25 @@ def _other_value(f: dataclasses.Field, opt: Any, tp: Any) -> tuple[Any, str]:
     raise AssertionError(f"no other value for {f.name} ({tp})")
 
 
-def _dependent_cases() -> list[Any]:
+def _cases(wanted: Callable[[type, Any], bool]) -> list[Any]:
+    """(command, argv, config class, field, option, a value other than its default, its text)
+    of every option the command line offers that ``wanted(config class, option)`` picks."""
     cases = []
-    for cmd, (argv, cls) in CONFIGS.items():
-        hints = typing.get_type_hints(cls)
-        names = {f.name for f in dataclasses.fields(cls)}
-        for f, opt in declared(cls):
-            if opt.needs is None or opt.needs not in names:
-                continue
-            value, text = _other_value(f, opt, hints[f.name])
+    for cmd, argv, cls, f, opt, tp in each_option(CONFIGS):
+        if wanted(cls, opt):
+            value, text = _other_value(f, opt, tp) if f.name != "labels" else (
+                ("lug", "mip"), "lug,mip")
             cases.append(pytest.param(cmd, argv, cls, f, opt, value, text,
-                                      id=f"{cmd} {_flag(f, opt)}"))
+                                      id=f"{cmd} {flag_of(f, opt)}"))
     return cases
 
 
-DEPENDENT = _dependent_cases()
+def _fields(cls: type) -> set[str]:
+    return {g.name for g in dataclasses.fields(cls)}
+
+
+#: options that need another option of their config on
+DEPENDENT = _cases(lambda cls, opt: opt.needs in _fields(cls))
 
 
 def test_the_table_holds_the_issues_cases():
@@ -110,7 +108,7 @@ def test_an_option_given_without_the_one_it_needs_is_refused(cmd, argv, cls, f, 
     with pytest.raises((ExperimentError, TaskConfigError, OptionError),
                        match=f"is ignored without --{opt.needs.replace('_', '-')}"):
         _checked(cls, tmp_path, **{f.name: value})
-    cli = [*argv, _flag(f, opt), *([text] if text else []), "--out", "X"]
+    cli = [*argv, flag_of(f, opt), *([text] if text else []), "--out", "X"]
     assert main(cli) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1 and "is ignored without" in err[0], err
@@ -148,22 +146,8 @@ def wind_tunnel(tmp_path: Path) -> Path:
     return run
 
 
-def _kind_cases() -> list[Any]:
-    cases = []
-    for cmd, (argv, cls) in CONFIGS.items():
-        if "model" not in {f.name for f in dataclasses.fields(cls)}:
-            continue
-        hints = typing.get_type_hints(cls)
-        for f, opt in declared(cls):
-            if opt.needs in (TEXT, WIND_TUNNEL) and opt.cli:
-                value, text = _other_value(f, opt, hints[f.name]) \
-                    if f.name != "labels" else (("lug", "mip"), "lug,mip")
-                cases.append(pytest.param(argv, cls, f, opt, value, text,
-                                          id=f"{cmd} {_flag(f, opt)}"))
-    return cases
-
-
-KIND = _kind_cases()
+#: options that only one kind of model reads
+KIND = _cases(lambda cls, opt: opt.needs in (TEXT, WIND_TUNNEL) and "model" in _fields(cls))
 
 
 def test_the_kind_table_holds_the_issues_cases():
@@ -175,8 +159,8 @@ def test_the_kind_table_holds_the_issues_cases():
         assert case in ids, (case, sorted(ids))
 
 
-@pytest.mark.parametrize("argv, cls, f, opt, value, text", KIND)
-def test_an_option_of_the_other_kind_of_model_is_refused(argv, cls, f, opt, value, text,
+@pytest.mark.parametrize("cmd, argv, cls, f, opt, value, text", KIND)
+def test_an_option_of_the_other_kind_of_model_is_refused(cmd, argv, cls, f, opt, value, text,
                                                          wind_tunnel, tmp_path, capsys,
                                                          monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -184,7 +168,7 @@ def test_an_option_of_the_other_kind_of_model_is_refused(argv, cls, f, opt, valu
     wrong = "a wind tunnel" if opt.needs == TEXT else "a text model"
     with pytest.raises(ExperimentError, match=f"applies to {opt.needs}s only; .* is {wrong}"):
         cls(out=tmp_path / "o", model=model, **{f.name: value}).check()
-    cli = [*argv, *(["--model", model] if model else []), _flag(f, opt), text, "--out", "X"]
+    cli = [*argv, *(["--model", model] if model else []), flag_of(f, opt), text, "--out", "X"]
     assert main(cli) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1 and f"applies to {opt.needs}s only" in err[0], err
@@ -200,13 +184,10 @@ def test_an_option_of_the_other_kind_of_model_is_refused(argv, cls, f, opt, valu
 # ---------------------------------------------------------------- empty lists
 def _empty_cases() -> list[Any]:
     cases = []
-    for cmd, (argv, cls) in CONFIGS.items():
-        hints = typing.get_type_hints(cls)
-        for f, opt in declared(cls):
-            tp = _strip_optional(hints[f.name])
-            if opt.cli and f.default is None and typing.get_origin(tp) is tuple \
-                    and (opt.flag or "-").startswith("-"):
-                cases.append(pytest.param(argv, cls, f, opt, id=f"{cmd} {_flag(f, opt)}"))
+    for cmd, argv, cls, f, opt, tp in each_option(CONFIGS):
+        if f.default is None and typing.get_origin(_strip_optional(tp)) is tuple \
+                and (opt.flag or "-").startswith("-"):
+            cases.append(pytest.param(argv, cls, f, opt, id=f"{cmd} {flag_of(f, opt)}"))
     return cases
 
 
@@ -223,7 +204,7 @@ def test_the_empty_table_holds_the_issues_cases():
 def test_an_empty_list_is_refused_not_read_as_the_default(argv, cls, f, opt, tmp_path, capsys,
                                                           monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main([*argv, _flag(f, opt), "", "--out", "X"]) == 2
+    assert main([*argv, flag_of(f, opt), "", "--out", "X"]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1 and err[0].startswith("bayesgeom: error: "), err
     assert any(why in err[0] for why in ("names no", "expected two words", "takes 'all'")), err

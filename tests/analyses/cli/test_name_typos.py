@@ -15,10 +15,10 @@ import pytest
 from bayesgeom.analyses.commands.capture import CaptureOptions
 from bayesgeom.analyses.commands.windtunnel import SampleOptions
 from bayesgeom.analyses.kit.options import _strip_optional
-from bayesgeom.analyses.registry import experiments
-from bayesgeom.records import declared
+from bayesgeom.records.options import flag_of
 from bayesgeom.windtunnel.train_config import TrainConfig
 
+from .declared_options import each_option, experiment_commands
 from .test_validate_first import _refused, nothing_expensive  # noqa: F401 (a fixture)
 
 #: command -> (argv before the option, config class); the output folder is added per test
@@ -27,24 +27,17 @@ COMMANDS: dict[str, tuple[list[str], type]] = {
     "sample": (["windtunnel", "sample"], SampleOptions),
     "capture": (["capture", "--prompts", "p.txt", "--sites", "logits"], CaptureOptions),
 }
-for _e in experiments():
-    COMMANDS[f"{_e.group} {_e.name}" if _e.group else _e.name] = (
-        [*([_e.group] if _e.group else []), _e.name,
-         *(["R"] * sum(1 for _, o in declared(_e.config) if o.flag and o.flag[0] != "-")),
-         *(["--models", "default"] if _e.name == "compare" else [])], _e.config)
+COMMANDS.update(experiment_commands())
 
 #: field -> (a typo of a real name, what the one line must say)
 TYPOS: dict[str, tuple[str, str]] = {
-    "model": ("smolm2", "did you mean 'smollm2'?"),
+    "model": ("smolm2", "did you mean 'smollm2'?"), "task": ("bijectoin", "'bijectoin'"),
     "prompts": ("medcal", "did you mean 'gcide-medical'?"),
-    "archs": ("llama-bma", "unknown archs llama-bma"),
-    "conditions": ("mian", "mian"),
+    "archs": ("llama-bma", "unknown archs llama-bma"), "conditions": ("mian", "mian"),
     "metrics": ("key_orthogonalty", "key_orthogonalty"),
-    "presets": ("smal", "unknown presets smal"),
+    "presets": ("smal", "unknown presets smal"), "sites": ("attn.x.v", "unknown site 'attn.x.v'"),
     "separation_sets": ("cod,math", "unknown domain(s) cod"),
-    "task": ("bijectoin", "'bijectoin'"),
     "tasks": ("bijectoin", "unknown tasks bijectoin"),
-    "sites": ("attn.x.v", "unknown site 'attn.x.v'"),
 }
 #: (command, field) of options that hold free text or paths, not names
 FREE = {("dynamics verify", "prompts"), *((c, f) for c in COMMANDS for f in (
@@ -55,15 +48,11 @@ def _name_options() -> list[tuple[str, str, str]]:
     """(command, field, flag) of every option whose value is a string (or strings) with no
     declared choices."""
     out = []
-    for cmd, (_, cls) in COMMANDS.items():
-        hints = typing.get_type_hints(cls)
-        for f, opt in declared(cls):
-            if not opt.cli or opt.choices is not None:
-                continue
-            tp = _strip_optional(hints[f.name])
-            elem = typing.get_args(tp)[:1] if typing.get_origin(tp) is tuple else (tp,)
-            if elem == (str,):
-                out.append((cmd, f.name, opt.flag or "--" + f.name.replace("_", "-")))
+    for cmd, _, _, f, opt, tp in each_option(COMMANDS, with_choices=False):
+        tp = _strip_optional(tp)
+        elem = typing.get_args(tp)[:1] if typing.get_origin(tp) is tuple else (tp,)
+        if elem == (str,):
+            out.append((cmd, f.name, flag_of(f, opt)))
     return out
 
 
