@@ -1,11 +1,11 @@
 """How a sweep's worker keeps to its sweep, from its first moment: the module a worker imports
-before anything heavy (it imports only the standard library), so that a sweep killed while its
-workers are still starting (``kill -9`` during their seconds of importing torch) leaves none to
-claim a cell afterwards.
+before anything heavy (the standard library, and tqdm as it starts; no torch), so that a sweep
+killed while its workers are still starting (``kill -9`` during their seconds of importing
+torch) leaves none to claim a cell afterwards.
 
-A worker (a local pool process, or a submitit job's process) first :func:`start`\\ s: it
-watches the sweep ``(host, pid)`` that started it -- checked at once, then every
-:data:`WATCH_EVERY` seconds, ending the worker (exit 143, as SIGTERM would) once the sweep is
+The first thing a worker (a local pool process, or a submitit job's process) does is
+:func:`start`: it watches the sweep ``(host, pid)`` that started it -- checked at once, then
+every :data:`WATCH_EVERY` seconds, ending the worker (exit 143, as SIGTERM would) once the sweep is
 gone -- and only then imports torch. Just before it claims a cell's folder it checks again
 (:func:`leave_if_gone`), so a worker whose sweep died while it was starting never claims one,
 however its watch was scheduled. A worker on another host (a Slurm node) is not watched: the
@@ -41,7 +41,7 @@ HOLD_ENV = "BAYESGEOM_SWEEP_WORKER_HOLD"
 #: the exit status of a worker whose sweep is gone (SIGTERM's)
 GONE = 143
 
-_watching: tuple[str, int] | None = None
+_started = False
 
 
 def this_sweep() -> tuple[str, int]:
@@ -78,12 +78,10 @@ def leave_if_gone(sweep: tuple[str, int] | None) -> None:
 
 def watch(sweep: tuple[str, int]) -> None:
     """Check the sweep now, then every :data:`WATCH_EVERY` seconds on a daemon thread, ending
-    this worker once it is gone; once per process (a pool worker runs many cells)."""
-    global _watching
+    this worker once it is gone."""
     leave_if_gone(sweep)
-    if _watching == sweep or sweep[0] != socket.gethostname():
+    if sweep[0] != socket.gethostname():
         return
-    _watching = sweep
 
     def check() -> None:
         while True:
@@ -117,7 +115,12 @@ def _hold() -> None:
 
 
 def start(sweep: tuple[str, int] | None) -> None:
-    """What a worker does first, before any heavy import (module doc)."""
+    """What a worker does first, before any heavy import (module doc); once per process (a
+    pool worker runs many cells)."""
+    global _started
+    if _started:
+        return
+    _started = True
     _no_process_lock()
     if sweep is not None:
         watch(sweep)
@@ -135,14 +138,17 @@ def start_pool_worker(workers: int, sweep: tuple[str, int]) -> None:
 
 def run_job(train_cfg: dict[str, Any], out: str, evals: tuple[dict[str, Any], ...] = (),
             sweep: tuple[str, int] | None = None) -> dict[str, Any]:
-    """A submitit job: :func:`start`, then :func:`analyses.sweep.workers.run_cell` (imported
-    only now; unpickling this function imports nothing heavy). Under submitit's local executor
-    SIGTERM ends the job again (submitit's job process ignores it), so that the sweep can stop a
-    job by sending its controller SIGTERM, which forwards it."""
+    """A worker's one cell (a pool's call, a submitit job): :func:`start`, then
+    :func:`analyses.sweep.cell.run_cell`, imported only now (unpickling this function imports
+    no torch), after one more check that the sweep is there: its cell is claimed next. Under
+    submitit's local executor SIGTERM ends the job's process again (submitit has it ignore
+    SIGTERM), so that the sweep stops a job by sending its controller SIGTERM, which forwards
+    it."""
     if os.environ.get("SUBMITIT_EXECUTOR") == "local" and \
             threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     start(sweep)
-    from .workers import run_cell
+    from .cell import run_cell
 
-    return run_cell(train_cfg, out, evals, sweep)
+    leave_if_gone(sweep)  # its sweep died while this worker started: claim nothing
+    return run_cell(train_cfg, out, evals)

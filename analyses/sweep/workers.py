@@ -1,5 +1,5 @@
 """Where a sweep's cells run: a local process pool or submitit (Slurm job arrays, or its local
-executor), and what a worker does with one cell. A sweep is one unit of work: stopped by
+executor). A sweep is one unit of work: stopped by
 Ctrl-C or SIGTERM it cancels what has not started and ends its workers; killed outright
 (``kill -9``), each local worker ends itself within :data:`guard.WATCH_EVERY` seconds -- one
 still starting included: it watches the sweep before its heavy imports and checks again before
@@ -17,32 +17,8 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from ...windtunnel.training import TrainConfig
 from ..kit.errors import ExperimentError
-from .evals import evaluate_overrides
-from .guard import leave_if_gone, run_job, start_pool_worker, this_sweep
-
-#: a cell's row: the final evaluation's metrics (bits, except accuracy)
-METRICS = ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "tvd", "accuracy",
-           "params", "steps", "wall_s")
-
-
-def run_cell(train_cfg: dict[str, Any], out: str, evals: tuple[dict[str, Any], ...] = (),
-             sweep: tuple[str, int] | None = None) -> dict[str, Any]:
-    """Train (or resume) one cell in ``out``, then run its extra evaluations; the row of its
-    metrics. Runs in a worker, which ends itself when the ``sweep`` (host, pid) is gone."""
-    from ...windtunnel.training import train
-
-    cfg = TrainConfig.from_json(train_cfg)
-    leave_if_gone(sweep)  # its sweep died while this worker started: claim nothing
-    res = train(cfg, out, progress=False)
-    assert res.report is not None
-    rep = res.report.to_dict()
-    extra = evaluate_overrides(Path(out), cfg.task, cfg.settings(cfg.validate())["task_params"],
-                               cfg.seed, cfg.final_eval_size, list(evals))
-    return {**{k: rep[k] for k in METRICS if k in rep}, "params": res.params,
-            "steps": res.steps_done, "wall_s": res.wall_s, "stop_reason": res.stop_reason,
-            **extra}
+from .guard import run_job, start_pool_worker, this_sweep
 
 
 @contextlib.contextmanager
@@ -69,7 +45,7 @@ def local_runs(jobs: Sequence[tuple[Any, Path]], workers: int) -> Iterator[tuple
     pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
                                initializer=start_pool_worker, initargs=(workers, this_sweep()))
     try:
-        futs: dict[Future, Any] = {pool.submit(run_cell, c.train.to_json(), str(p), c.evals,
+        futs: dict[Future, Any] = {pool.submit(run_job, c.train.to_json(), str(p), c.evals,
                                                 this_sweep()): c for c, p in jobs}
         for f in as_completed(futs):
             yield futs[f], f.result
