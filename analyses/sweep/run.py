@@ -43,10 +43,11 @@ from ...records.progress import tqdm
 from ...windtunnel.training import TrainConfig
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
+from .cell import METRICS
 from .config import BACKENDS, SweepConfig, json_lists, json_object  # noqa: F401 (re-exported)
 from .evals import cached
 from .result import SweepCell, SweepResult
-from .workers import METRICS, local_runs, sigterm_stops, submitit_runs
+from .workers import local_runs, sigterm_stops, submitit_runs
 
 #: the metrics aggregated per cell (TrainResult's report, plus size and time)
 
