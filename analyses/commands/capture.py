@@ -71,7 +71,8 @@ def check_model_name(spec: str | None) -> None:
         raise CLIError(str(e)) from None
 
 
-def check_site_names(spec: str | None, sites: tuple[str, ...]) -> None:
+def check_site_names(spec: str | None, sites: tuple[str, ...],
+                     revision: str | None = None) -> None:
     """Site names that name no site of the model (``attn.x.v``, a layer it lacks): one line
     before torch is imported, where the model's layer count is known without loading it
     (:func:`interp.layer_count.known_layer_count`; otherwise once it is open)."""
@@ -79,7 +80,7 @@ def check_site_names(spec: str | None, sites: tuple[str, ...]) -> None:
     from ...interp.layer_count import known_layer_count
     from ...interp.sites import parse_sites
 
-    known = known_layer_count(spec)
+    known = known_layer_count(spec, revision)
     if known is not None:
         try:
             parse_sites(list(sites), known[1])
@@ -119,7 +120,7 @@ def register(sub: argparse._SubParsersAction, parent: argparse.ArgumentParser) -
 def capture(ns: argparse.Namespace) -> int:
     o = config_from_args(CaptureOptions, ns)  # the options, before torch is imported
     check_model_name(o.model)
-    check_site_names(o.model, o.sites)
+    check_site_names(o.model, o.sites, o.revision)
     link = broken_link(o.out)
     if link is not None:
         raise CLIError(f"{link}; remove the link or choose another --out")

@@ -115,7 +115,7 @@ def check_layers(cfg: object, error: Callable[[str], Exception]) -> None:
         return
     m = _OPENED.get()
     known = (str(m.info.name), int(m.n_layers)) if m is not None \
-        else known_layer_count(getattr(cfg, "model", None))
+        else known_layer_count(getattr(cfg, "model", None), getattr(cfg, "revision", None))
     if known is None:
         return
     name, n = known

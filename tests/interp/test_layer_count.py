@@ -29,8 +29,30 @@ def test_a_local_folder_is_read_from_its_config(tmp_path, config, count):
     assert (got[1] if got else None) == count
 
 
-def test_unknown_without_loading_is_none(tmp_path):
-    assert known_layer_count("org/model") is None  # a Hub name
+def test_a_hub_name_is_read_from_the_hub_cache_alone(tmp_path, monkeypatch):
+    """The cache's layout (models--org--name/refs/main -> snapshots/<commit>/config.json), as
+    huggingface_hub writes it; nothing is fetched (HF_HUB_OFFLINE)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    repo = tmp_path / "models--org--model"
+    for ref, commit, layers in (("main", "a" * 40, 12), ("v2", "b" * 40, 24)):
+        (repo / "refs").mkdir(parents=True, exist_ok=True)
+        (repo / "refs" / ref).write_text(commit)
+        (repo / "snapshots" / commit).mkdir(parents=True)
+        (repo / "snapshots" / commit / "config.json").write_text(
+            json.dumps({"model_type": "llama", "num_hidden_layers": layers}))
+    assert known_layer_count("org/model") == ("org/model", 12)
+    assert known_layer_count("org/model", revision="v2") == ("org/model", 24)
+    assert known_layer_count("org/other") is None  # not in the cache
+    assert known_layer_count("not a repo id!") is None
+
+
+def test_unknown_without_loading_is_none(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    assert known_layer_count("org/model") is None  # a Hub name not in the cache
     assert known_layer_count(str(tmp_path)) is None  # no config.json
     (tmp_path / "config.json").write_text("{not json")
     assert known_layer_count(str(tmp_path)) is None
