@@ -39,8 +39,29 @@ def test_fixed_alpha_skips_inner_cv_and_heavy_ridge_predicts_the_mean():
 
 
 @pytest.mark.parametrize("n", [80, 7])  # n > d and n <= d (rank-deficient)
-def test_sklearn_fit_and_moments_fit_agree(n):
-    """scikit-learn's Ridge (data) and the streaming eigen-solver (moments) are independent
+@pytest.mark.parametrize("std", [True, False])
+def test_the_svd_fit_is_scikit_learns_ridge(n, std):
+    """ridge_path writes out scikit-learn's svd solver (probes.ridge: measured, it was the
+    probes' cost); on the same centred, scaled features with α_sklearn = n·α it gives the same
+    coefficients and intercepts."""
+    from sklearn.linear_model import Ridge
+
+    from bayesgeom.probes.pca import standardization_scale
+
+    x, y = _linear(n=n, d=10, noise=0.3)
+    x[:, 3] = 2.0  # a constant feature: a zero singular value after centring
+    alphas = [1e-4, 1e-3, 0.5, 30.0]
+    scale = standardization_scale(x.std(axis=0)) if std else np.ones(10)
+    z = (x - x.mean(axis=0)) / scale
+    for a, m in zip(alphas, ridge_path(x, y, alphas, standardize=std), strict=True):
+        ref = Ridge(alpha=n * a, solver="svd").fit(z, y)
+        np.testing.assert_allclose(m.coef, ref.coef_ / scale, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(m.predict(x), ref.predict(z), rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize("n", [80, 7])  # n > d and n <= d (rank-deficient)
+def test_svd_fit_and_moments_fit_agree(n):
+    """The SVD of the data and the streaming eigen-solver (moments) are independent
     implementations of the same per-sample objective; they must give the same models."""
     x, y = _linear(n=n, d=10, noise=0.3)
     m = StreamingMoments.from_array(np.column_stack([x, y]))
