@@ -40,8 +40,9 @@ notebooks: $(DOCS_STAMP)
 
 # The type checker over the packages kept clean (bayesgeom/<folder> is <folder>/, linked).
 TYPED := records infotheory probes interp
+MYPY = $(BIN)/mypy $(foreach p,$(TYPED),-p bayesgeom.$(p))
 typecheck: setup
-	$(BIN)/mypy $(foreach p,$(TYPED),-p bayesgeom.$(p))
+	$(MYPY)
 
 # The fast tier (under a minute on 2 cores): the bottom and side packages and the layout checks,
 # no embedded model, no training, no command-line subprocess (those are marked slow).
@@ -52,11 +53,15 @@ test-fast: setup
 
 # the docs extras too: tests/test_api_reference.py builds the site and reads its inventory.
 # One pytest worker per core (pytest-xdist), a file on one worker, the slowest files first
-# (tests/conftest.py); WORKERS=0 runs them in this one process.
+# (tests/conftest.py); WORKERS=0 runs them in this one process. The type checker runs beside
+# the tests (one process, about 45 s) and its verdict counts as theirs.
 WORKERS ?= logical
-test: setup typecheck $(DOCS_STAMP)
+test: setup $(DOCS_STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadfile tests
+	$(MYPY) > $(VENV)/typecheck.log 2>&1 & typecheck=$$!; \
+	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder tests; \
+	tests=$$?; wait $$typecheck; typed=$$?; cat $(VENV)/typecheck.log; \
+	test $$tests -eq 0 -a $$typed -eq 0
 
 demo: setup
 	$(BIN)/bayesgeom demo
