@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import dictd
-from .dictd import B64, b64_number  # noqa: F401 (the format's numbers, re-exported)
 
 #: subject -> a pattern one part of a label must match in full
 SUBJECTS: dict[str, re.Pattern[str]] = {

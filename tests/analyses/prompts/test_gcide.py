@@ -13,7 +13,7 @@ import pytest
 
 from bayesgeom.analyses.geometry.config import GeometryConfig
 from bayesgeom.analyses.kit.errors import ExperimentError
-from bayesgeom.analyses.prompts import gcide
+from bayesgeom.analyses.prompts import dictd, gcide
 from bayesgeom.analyses.prompts.corpora import (
     DEFINITION_DOMAINS,
     CorpusPaths,
@@ -78,7 +78,7 @@ def write_dictd(folder: Path) -> Path:
     def b64(x: int) -> str:
         digits = ""
         while True:
-            digits = gcide.B64[x % 64] + digits
+            digits = dictd.B64[x % 64] + digits
             x //= 64
             if x == 0:
                 return digits
@@ -90,7 +90,7 @@ def write_dictd(folder: Path) -> Path:
 
 
 def test_dictd_base64_numbers():
-    assert [gcide.b64_number(s) for s in ("A", "B", "BA", "+8", "Bchrk")] == \
+    assert [dictd.b64_number(s) for s in ("A", "B", "BA", "+8", "Bchrk")] == \
         [0, 1, 64, 62 * 64 + 60, ((1 * 64 + 28) * 64 + 33) * 64 ** 2 + 43 * 64 + 36]
 
 
