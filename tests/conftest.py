@@ -19,8 +19,7 @@ import pytest
 SLOWEST_FIRST = (
     "tests/analyses/sweep/test_stop.py",
     "tests/examples/test_notebooks.py",
-    "tests/test_python_page.py",
-    "tests/test_readme.py",
+    "tests/test_quick_starts.py",
     "tests/analyses/sweep/test_run.py",
     "tests/test_doctests.py",
     "tests/analyses/compare/test_run.py",

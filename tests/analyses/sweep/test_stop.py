@@ -19,7 +19,7 @@ from bayesgeom.analyses.sweep.guard import HOLD_ENV
 pytest.importorskip("submitit")
 
 GRID = ["sweep", "--tasks", "bijection", "--archs", "transformer", "--presets", "tiny",
-        "--seeds", "0", "--no-progress"]
+        "--seeds", "0", "--batch-size", "16", "--eval-size", "100", "--no-progress"]
 ARGV = [*GRID, "--steps", "200", "--eval-every", "100"]
 
 
