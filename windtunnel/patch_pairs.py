@@ -116,7 +116,7 @@ class PatchPairs:
                                       f"{p.dtype} {list(p.shape)}")
         if tuple(self.edit_pos.shape) != (N,):
             raise TaskConfigError(f"edit_pos must be [N={N}], got {list(self.edit_pos.shape)}")
-        a, b = pc.numpy(), pk.numpy()
+        a, b = pc.detach().cpu().numpy(), pk.detach().cpu().numpy()
         object.__setattr__(self, "entropy_clean_bits", torch.from_numpy(entropy_bits_from_probs(a)))
         object.__setattr__(self, "entropy_corrupt_bits",
                            torch.from_numpy(entropy_bits_from_probs(b)))
@@ -169,8 +169,8 @@ def patch_pairs(task: TokenTask, n: int, kind: str = "evidence", seed: int = 0) 
     check_pairs(task.name, kind, n, seed)
     editor = EDITORS.get(task.name)
     if editor is None or not isinstance(task, TokenTask):
-        raise TaskConfigError(f"task {task.name!r} has no token patch-pair generator; "
-                              f"pairs exist for {', '.join(EDITORS)}")
+        raise TaskConfigError(f"task {task.name!r} has no token patch-pair generator (pairs "
+                              f"exist for {', '.join(EDITORS)}; SULA's are sula_patch_pairs)")
     problem = editor.problem(task, kind)
     if problem is not None:
         raise TaskConfigError(f"{task.name} {kind} pairs: {problem}")

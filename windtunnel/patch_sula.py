@@ -89,7 +89,7 @@ class TextPatchPairs:
             if tuple(p.shape) != (N, 1, 2) or p.dtype != torch.float64:
                 raise SulaError(f"{name} must be float64 [N={N}, 1, 2], got {p.dtype} "
                                 f"{list(p.shape)}")
-        a, b = self.posterior_clean.numpy(), self.posterior_corrupt.numpy()
+        a, b = (p.detach().cpu().numpy() for p in (self.posterior_clean, self.posterior_corrupt))
         object.__setattr__(self, "entropy_clean_bits", torch.from_numpy(entropy_bits_from_probs(a)))
         object.__setattr__(self, "entropy_corrupt_bits",
                            torch.from_numpy(entropy_bits_from_probs(b)))

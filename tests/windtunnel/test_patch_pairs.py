@@ -197,6 +197,8 @@ def test_bad_requests_are_one_line_before_any_draw(monkeypatch):
         with pytest.raises(TaskConfigError, match=match) as e:
             patch_pairs(task, n, kind, *seed)
         assert "\n" not in str(e.value)
+    with pytest.raises(TaskConfigError, match="sula_patch_pairs"):
+        patch_pairs(make_task("sula"), 3)
     assert pairs_problem("sula", "shuffled", 3) is None
     assert set(EDITORS) | {"sula"} == set(PAIR_TASKS)
 
