@@ -201,9 +201,9 @@ def patch_pairs(task: TokenTask, n: int, kind: str = "evidence", seed: int = 0) 
         else:
             e = editor.edit(task, kind, ids, rng)
             corrupt, pos, ok = e.corrupt, e.edit_pos, e.ok
-        idx = np.flatnonzero(ok)
-        if kind == "unrelated":
-            idx = idx[: n - got]
+        # the rows whose posteriors are computed: those still needed (unrelated), else a few
+        # more, since the check below may refuse some (bounds memory in a large chunk)
+        idx = np.flatnonzero(ok)[: n - got if kind == "unrelated" else 4 * (n - got) + POOL_CHUNK]
         if idx.size:
             pc = editor.posterior(task, ids[idx])
             pk = editor.posterior(task, corrupt[idx])
