@@ -3,6 +3,8 @@
 Tasks share one contract (:mod:`windtunnel.task`; their registry,
 :mod:`windtunnel.task_registry`): token tasks (bijection, hmm, assoc_recall, long_recall) for
 training small models, and the text task SULA for pretrained LLMs.
+:func:`patch_pairs` and :func:`sula_patch_pairs` make clean/corrupt pairs with the exact
+posterior of both, for activation patching scored against the truth.
 :func:`load_run` opens a trained run with its task attached. Errors are :mod:`records` one-liners:
 :class:`TaskConfigError` and :class:`RunDirError` are usage errors (exit status 2),
 :class:`CheckpointError` a damaged or altered file (exit status 1).
@@ -19,6 +21,9 @@ if TYPE_CHECKING:
     from .checkpoint import CheckpointError
     from .hmm import HMMConfig, HMMTask
     from .long_recall import LongRecallConfig, LongRecallTask
+    from .patch_kinds import pairs_problem
+    from .patch_pairs import PatchPairs, patch_pairs
+    from .patch_sula import TextPatchPairs, sula_patch_pairs
     from .posterior_prompts import PosteriorPrompts, PromptSetError
     from .runs import LoadedRun, NotARunError, RunDirError, is_windtunnel_dir, load_run
     from .sula import SulaError, SulaTask, SulaTaskConfig
@@ -44,6 +49,7 @@ __all__ = [
     "LongRecallConfig",
     "LongRecallTask",
     "NotARunError",
+    "PatchPairs",
     "PosteriorPrompts",
     "PromptSetError",
     "RunDirError",
@@ -53,12 +59,16 @@ __all__ = [
     "Task",
     "TaskBatch",
     "TaskConfigError",
+    "TextPatchPairs",
     "TokenTask",
     "is_windtunnel_dir",
     "load_run",
     "make_task",
     "make_token_task",
+    "pairs_problem",
+    "patch_pairs",
     "register_auto_classes",
+    "sula_patch_pairs",
     "task_from_config",
     "token_task_from_config",
 ]

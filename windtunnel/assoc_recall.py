@@ -201,10 +201,7 @@ class AssocRecallTask(TokenTask):
         ids[:, qpos] = KEY_OFFSET + qkeys
         ids[:, qpos + 1] = PAD
 
-        # every query key is bound in context, once: a delta on its stored value
-        post = np.zeros((n, M, self.n_values), dtype=np.float64)
-        post[rows, np.arange(M)[None, :], qvals] = 1.0
-        return ids, qvals, post
+        return ids, qvals, stored_value_posterior(keys, vals, qkeys, self.n_values)
 
     def _sample_binding(self, rng: np.random.Generator, n: int):
         N, V = self.N, self.n_values
@@ -218,14 +215,50 @@ class AssocRecallTask(TokenTask):
         ids[:, 1::2] = self.value_base + vals
         ids = ids[:, :-1]
 
-        # a delta on the shown value where the key appeared earlier, else uniform over V
-        post = np.full((n, N, V), 1.0 / V, dtype=np.float64)
-        shown = np.zeros((n, self.n_keys), dtype=bool)
-        r = rows[:, 0]
-        for t in range(N):
-            k = keys[:, t]
-            seen = shown[r, k]
-            post[seen, t] = 0.0
-            post[r[seen], t, vals[seen, t]] = 1.0
-            shown[r, k] = True
-        return ids, vals, post
+        return ids, vals, binding_posterior(keys, vals, self.n_keys, V)
+
+
+def stored_value_posterior(keys: np.ndarray, vals: np.ndarray, qkeys: np.ndarray,
+                           n_values: int) -> np.ndarray:
+    """The recall variant's exact posterior [n, M, n_values] float64: at each query, a delta on
+    the value stored with its key. ``keys``, ``vals`` [n, N] the stored pairs (key and value
+    indices), ``qkeys`` [n, M] the queried keys, each stored once (a query of a key not stored,
+    or stored twice, raises :class:`TaskConfigError`).
+
+    Example:
+        >>> stored_value_posterior(np.array([[3, 1]]), np.array([[0, 2]]), np.array([[1]]),
+        ...                        3).tolist()
+        [[[0.0, 0.0, 1.0]]]
+    """
+    hit = keys[:, None, :] == qkeys[:, :, None]  # [n, M, N]
+    if (hit.sum(-1) != 1).any():
+        raise TaskConfigError("assoc_recall: every queried key must be stored exactly once")
+    qvals = np.take_along_axis(vals, hit.argmax(-1), axis=1)
+    post = np.zeros((*qkeys.shape, n_values), dtype=np.float64)
+    np.put_along_axis(post, qvals[..., None], 1.0, axis=-1)
+    return post
+
+
+def binding_posterior(keys: np.ndarray, vals: np.ndarray, n_keys: int, n_values: int,
+                      ) -> np.ndarray:
+    """The binding variant's exact posterior [n, N, n_values] float64 at every key: a delta on
+    the value shown with the key's first occurrence where it appeared before, else uniform.
+    ``keys`` [n, N]; ``vals`` [n, N] the value shown after each key (the last is never read:
+    the stream ends on a key).
+
+    Example:
+        >>> binding_posterior(np.array([[0, 0]]), np.array([[1, -1]]), 2, 2).tolist()
+        [[[0.5, 0.5], [0.0, 1.0]]]
+    """
+    n, N = keys.shape
+    r = np.arange(n)
+    post = np.full((n, N, n_values), 1.0 / n_values, dtype=np.float64)
+    first = np.full((n, n_keys), -1, dtype=np.int64)  # the value a key was first shown with
+    for t in range(N):
+        k = keys[:, t]
+        known = first[r, k]
+        seen = known >= 0
+        post[seen, t] = 0.0
+        post[r[seen], t, known[seen]] = 1.0
+        first[r[~seen], k[~seen]] = vals[~seen, t]
+    return post

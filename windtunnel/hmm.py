@@ -258,6 +258,13 @@ class HMMTask(TokenTask):
         E = (ids[:, 2 + S * S : 2 + S * S + S * O].reshape(n, S, O) + FLOOR_CENTS) / 100.0
         return T, E, ids[:, self.header_len + 1 :: 2] - OBS_BASE
 
+    def target_posterior(self, T: np.ndarray, E: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        """The posterior this task's batches carry, [n, K, S] float64 (shapes as
+        :func:`filtering_posterior`): the exact filter, or with ``target_window`` W the
+        filter from the last W observations (:func:`windowed_filter`)."""
+        W = self.cfg.target_window
+        return windowed_filter(T, E, obs, W) if W else filtering_posterior(T, E, obs)
+
     def _sample(self, rng: np.random.Generator, n: int) -> TaskBatch:
         S, O, K = self.S, self.O, self.K  # noqa: E741
         Tc, Ec = sample_hmm_params(rng, n, S, O)
@@ -270,8 +277,7 @@ class HMMTask(TokenTask):
             states[:, t] = s
             obs[:, t] = _categorical(rng, E[rows, s])
             s = _categorical(rng, T[rows, s])
-        W = self.cfg.target_window
-        post = windowed_filter(T, E, obs, W) if W else filtering_posterior(T, E, obs)
+        post = self.target_posterior(T, E, obs)
 
         ids = np.empty((n, self.seq_len), dtype=np.int64)
         ids[:, 0] = TRANS

@@ -44,6 +44,11 @@ class Purpose(StrEnum):
     INSPECT = "inspect"
     #: the fixed held-out batch a training monitor reads (index 0; training never draws it)
     MONITOR = "monitor"
+    #: the clean sequences of patch pairs (:mod:`windtunnel.patch_pairs`; index = pool chunk)
+    PATCH_PAIRS = "patch_pairs"
+    #: the edits of patch pairs (index = pool chunk × 4 + the kind's place in
+    #: :data:`windtunnel.patch_kinds.ALL_KINDS`; an unrelated pair's sequences too)
+    PATCH_EDITS = "patch_edits"
 
 
 #: exclusive upper bounds that keep the seed to four 32-bit words and the index to one
