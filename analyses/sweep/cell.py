@@ -9,10 +9,7 @@ from typing import Any
 
 from ...windtunnel.training import TrainConfig, train
 from .evals import evaluate_overrides
-
-#: a cell's row: the final evaluation's metrics (bits, except accuracy)
-METRICS = ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "tvd", "accuracy",
-           "params", "steps", "wall_s")
+from .result import METRICS
 
 
 def run_cell(train_cfg: dict[str, Any], out: str,

@@ -6,6 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+#: a cell's row: the final evaluation's metrics (bits, except accuracy)
+METRICS = ("entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits", "tvd", "accuracy",
+           "params", "steps", "wall_s")
+
 
 @dataclass
 class SweepCell:

@@ -40,13 +40,12 @@ import pandas as pd
 from ...records import BayesgeomError, finished_with, json_safe
 from ...records.options import expect_config
 from ...records.progress import tqdm
-from ...windtunnel.training import TrainConfig
+from ...windtunnel.train_config import TrainConfig
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
-from .cell import METRICS
 from .config import BACKENDS, SweepConfig, json_lists, json_object  # noqa: F401 (re-exported)
 from .evals import cached
-from .result import SweepCell, SweepResult
+from .result import METRICS, SweepCell, SweepResult
 from .workers import local_runs, sigterm_stops, submitit_runs
 
 #: the metrics aggregated per cell (TrainResult's report, plus size and time)
