@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
+from torch import nn
 
 from .norm_freeze import final_norm_module
 
@@ -33,8 +34,9 @@ def unembed(model: InterpModel, h: torch.Tensor) -> torch.Tensor:
         >>> unembed(m, torch.zeros(2, 3, 8)).shape
         torch.Size([2, 3, 11])
     """
-    norm, out = final_norm_module(model), model.hf.get_output_embeddings()
-    w = out.weight
+    norm = final_norm_module(model)
+    out: nn.Module = model.hf.get_output_embeddings()  # type: ignore[operator]
+    w: torch.Tensor = out.weight  # type: ignore[assignment]
     flat = h.reshape(-1, 1, h.shape[-1]).to(w.device, w.dtype)
     return out(norm(flat))[:, 0].reshape(*h.shape[:-1], -1)
 

@@ -206,18 +206,3 @@ def test_bad_input_is_one_line(models):
         with pytest.raises(err) as info:
             call()
         assert "\n" not in str(info.value), str(info.value)
-
-
-def test_the_model_free_check_refuses_before_loading():
-    shape = interp.ModelShape(n_layers=30, n_heads=9, n_kv_heads=3)
-    assert len(cell_grid(shape, "attn.z", heads=True, layers=[-1])) == 9
-    with pytest.raises(UnknownSiteError, match="heads 0..2"):
-        cell_grid(shape, "attn.k", heads=[3])
-    with pytest.raises(UnknownSiteError, match="layer 30 does not exist"):
-        cell_grid(shape, "resid_pre.30")
-    with pytest.raises(PositionError, match="position 12"):
-        cell_grid(shape, "mlp_out", positions=[12], length=12)
-    with pytest.raises(PositionError, match="equal lengths"):
-        interp.check_pairs([5, 6], [5, 5])
-    with pytest.raises(PromptError, match="no pairs"):
-        interp.check_pairs([], [])
