@@ -36,15 +36,17 @@ from bayesgeom.records import run_manifest, write_json
 
 PROMPTS = ["The capital of France is the city of", "Bayes updates a prior belief with new",
            "The cat sat on the mat and then it", "Two plus two is four and three plus",
-           "In the morning the sun rises in the", "Attention heads move information from one"]
+           "In the morning the sun rises in the", "Attention heads in a transformer move "
+           "information from one token to another"]
 
 
 def pairs(m: interp.InterpModel, n: int, t: int) -> tuple[list[list[int]], list[list[int]]]:
     """``n`` clean prompts cut to ``t`` tokens and their corrupt twins (token t // 2 replaced by
     the next prompt's token there)."""
     toks = [ids[:t] for ids in m.encode(PROMPTS)[0]]
-    if min(len(x) for x in toks) < t or n > len(toks):
-        raise SystemExit(f"need {n} prompts of at least {t} tokens")
+    if min(len(x) for x in toks) < t or n >= len(toks):
+        raise SystemExit(f"pairs: at most {len(toks) - 1}; tokens: at most "
+                         f"{min(len(x) for x in toks)}")
     clean = toks[:n]
     corrupt = [list(c) for c in clean]
     for i, c in enumerate(corrupt):
