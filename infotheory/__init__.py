@@ -1,6 +1,7 @@
 """infotheory: the one home of information measures in bits -- entropy (from probabilities,
-log-probabilities or logits), KL divergence, total variation, NaN-safe Pearson correlation and
-calibration against an exact posterior. For numpy arrays and torch tensors alike.
+log-probabilities or logits), KL divergence, total variation, NaN-safe Pearson correlation,
+calibration against an exact posterior and the fraction of a corruption's KL a patch
+recovers. For numpy arrays and torch tensors alike.
 
 It sits at the bottom of bayesgeom (beside ``records``) because every layer needs it: wind
 tunnels for their exact posteriors and evaluation, ``interp`` for capture's next-token entropy,
@@ -18,6 +19,7 @@ from .measures import (
     pearson,
     tvd,
 )
+from .recovery import recovered_fraction
 
 __all__ = [
     "LN2",
@@ -31,5 +33,6 @@ __all__ = [
     "kl_bits_from_logprobs",
     "log_softmax",
     "pearson",
+    "recovered_fraction",
     "tvd",
 ]

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
         ablate,
         cumulative_bypass,
     )
+    from .activation_patching import activation_patch, patch_roles
     from .activation_store import ActivationStore
+    from .attribution_patching import attribution_patch
     from .capture import capture
     from .devices import available_devices, check_device
     from .directions import (
@@ -70,7 +72,19 @@ if TYPE_CHECKING:
     )
     from .loading import load
     from .model import InterpModel
+    from .patch_cells import ModelShape, PatchCell, cell_grid, check_cells, check_pairs
+    from .patch_inputs import read_logits
+    from .patch_result import PatchResult
+    from .patch_scores import (
+        PairScore,
+        combine_scores,
+        kl_score,
+        logit_diff_score,
+        posterior_kl_score,
+    )
+    from .path_patching import path_patch
     from .sites import SITE_KINDS, Site, resolve_layer, resolve_layers, site_name
+    from .unembed import unembed
     from .weights import projection_weights
 
 __all__ = [
@@ -92,9 +106,13 @@ __all__ = [
     "KeepOnly",
     "ModelNotAvailableError",
     "ModelNotLoadedError",
+    "ModelShape",
     "NilInterventionError",
     "NilInterventionWarning",
     "NonFiniteActivationError",
+    "PairScore",
+    "PatchCell",
+    "PatchResult",
     "PickleWeightsError",
     "PositionError",
     "ProjectOut",
@@ -110,19 +128,32 @@ __all__ = [
     "ZeroHead",
     "ZeroSublayer",
     "ablate",
+    "activation_patch",
+    "attribution_patch",
     "available_devices",
     "capture",
+    "cell_grid",
+    "check_cells",
     "check_device",
+    "check_pairs",
+    "combine_scores",
     "cumulative_bypass",
     "intervene",
+    "kl_score",
     "load",
+    "logit_diff_score",
+    "patch_roles",
+    "path_patch",
+    "posterior_kl_score",
     "projection_std",
     "projection_weights",
     "random_controls",
     "random_init_twin",
+    "read_logits",
     "resolve_layer",
     "resolve_layers",
     "site_name",
+    "unembed",
     "variance_matched_controls",
     "variance_ratios",
 ]

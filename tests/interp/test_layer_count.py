@@ -56,3 +56,21 @@ def test_unknown_without_loading_is_none(tmp_path, monkeypatch):
     assert known_layer_count(str(tmp_path)) is None  # no config.json
     (tmp_path / "config.json").write_text("{not json")
     assert known_layer_count(str(tmp_path)) is None
+
+
+@pytest.mark.parametrize("config, shape", [
+    ({"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8,
+      "num_key_value_heads": 2}, (4, 8, 2)),
+    ({"model_type": "gpt2", "n_layer": 3, "n_head": 12}, (3, 12, 12)),
+    ({"model_type": "gemma3", "text_config": {"num_hidden_layers": 6, "num_attention_heads": 4,
+                                              "num_key_value_heads": 1}}, (6, 4, 1)),
+    ({"model_type": "mamba", "num_hidden_layers": 2}, (2, None, None)),
+])
+def test_head_counts_come_with_the_layer_count(tmp_path, config, shape):
+    from bayesgeom.interp.layer_count import known_shape
+
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    got = known_shape(str(tmp_path))[1]
+    assert (got.n_layers, got.n_heads, got.n_kv_heads) == shape
+    assert known_shape("default")[1].heads_of("attn.v") == 3  # SmolLM2: 3 kv heads
+    assert known_shape("gemma3")[1].heads_of("attn.z") == 4
