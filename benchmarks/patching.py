@@ -12,14 +12,14 @@ short clean/corrupt pairs (one token changed), denoising, logit-difference score
                    each patched pass computes), a round of repetitions before the first layer and
                    after each: a layer's patched passes are set against the rounds either side of
                    them, since the load of a shared machine drifts over minutes;
-* ``full``         each layer's cells at the last position again with ``resume=False`` (every
-                   pass from layer 0), for what resuming saves.
+* ``full``         every sixth layer's cells again with ``resume=False`` (every pass from layer
+                   0), for what resuming saves.
 
 Ratios (targets from issue 37): exact / attribution (≥ 20×) and exact per patched forward / bare
 (≤ 1.3×). Calling exact patching per layer repeats its three unpatched passes (source, target,
 the resumption check) once per layer: 87 passes beside 2,160, so the exact time, and with it the
-speed-up, is overstated by at most 4 %. The rank correlation of the two methods' effects is
-reported beside them.
+speed-up, is overstated by at most 4 % (the ``full`` ratio by 2 passes in 72, 3 %). The rank
+correlation of the two methods' effects is reported beside them.
 
     python benchmarks/patching.py            # 4 pairs × 8 tokens, 2,160 cells
     python benchmarks/patching.py --quick    # 2 pairs × 6 tokens, 3 layers: not a result
@@ -39,6 +39,8 @@ from scipy.stats import spearmanr
 from bayesgeom import interp
 from bayesgeom.records import run_manifest, write_json
 
+#: every this many layers, the layer's cells run again without resuming
+FULL_EVERY = 6
 PROMPTS = ["The capital of France is the city of", "Bayes updates a prior belief with new",
            "The cat sat on the mat and then it", "Two plus two is four and three plus",
            "In the morning the sun rises in the", "Attention heads in a transformer move "
@@ -99,16 +101,16 @@ def main() -> None:
     bare_round()
     t_attr, attr = timed(lambda: interp.attribution_patch(m, target, source, cells, score,
                                                           batch_size=n))
-    exact_s, full_s, effects = [], [], []
+    exact_s, full_s, effects = [], {}, []
     for L in grid_layers:  # layer by layer, a bare round after each: the load drifts
         part = [c for c in cells if c.layer == L]
-        last = [c for c in part if c.position == t - 1]
         dt, r = timed(lambda part=part: interp.activation_patch(m, target, source, part, score,
                                                                 batch_size=n))
         exact_s.append(dt)
         effects.append(r.effect())
-        full_s.append(timed(lambda last=last: interp.activation_patch(
-            m, target, source, last, score, batch_size=n, resume=False))[0])
+        if L % FULL_EVERY == 0:
+            full_s[L] = timed(lambda part=part: interp.activation_patch(
+                m, target, source, part, score, batch_size=n, resume=False))[0]
         bare_round()
         print(f"  layer {L}: {dt / len(part) * 1e3:.0f} ms per patched forward, bare "
               f"{statistics.median(bare[-1]) * 1e3:.0f} ms", flush=True)
@@ -124,12 +126,13 @@ def main() -> None:
         "threads": torch.get_num_threads(), "quick": a.quick, "layers": grid_layers,
         "bare_forward_s": statistics.median(x for r in bare for x in r), "bare_rounds_s": bare,
         "exact_s": t_exact, "exact_per_layer_s": exact_s, "attribution_s": t_attr,
-        "full_pass_last_position_s": full_s,
+        "full_pass_s": {str(k): v for k, v in full_s.items()},
         "exact_over_attribution": t_exact / t_attr,
         "exact_per_forward_over_bare": t_exact / (per_layer * sum(bare_l)),
         "exact_per_forward_over_bare_by_layer": [x / per_layer / b
                                                  for x, b in zip(exact_s, bare_l, strict=True)],
-        "full_per_forward_over_bare": sum(full_s) / (m.geometry.n_heads * sum(bare_l)),
+        "full_per_forward_over_bare": sum(full_s.values()) / (
+            per_layer * sum(bare_l[grid_layers.index(L)] for L in full_s)),
         "spearman_attribution_vs_exact": float(spearmanr(e_a.numpy(), e_x.numpy()).statistic),
     }
     print(f"bare forward (median): {res['bare_forward_s'] * 1e3:.1f} ms")

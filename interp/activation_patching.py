@@ -112,10 +112,10 @@ def activation_patch(
         if values is None:
             values = torch.empty(len(cells), len(lengths), tgt_rows[-1].shape[1],
                                  dtype=torch.float64)
-        masks: dict[int | None, torch.Tensor] = {}
+        masks = {p: cell_mask(pb.target, p) for p in {c.position for c in cells}}
         for i, c in enumerate(cells):
-            mask = masks.setdefault(c.position, cell_mask(pb.target, c.position))
-            with model.hooks([(c.site, replace_fn(src_acts[c.site], mask, c.head))]):
+            fn = replace_fn(src_acts[c.site], masks[c.position], c.head)
+            with model.hooks([(c.site, fn)]):
                 logits = resumer.run(pb, cached, c.layer, keep)
             values[i, pb.pairs] = evaluate(pscore, read.gather(logits, pb.target), pb.pairs).cpu()
             bar.update(1)

@@ -102,7 +102,7 @@ def test_matches_plain_module_hooks(family, models):
     target, source = patch_roles(CLEAN, CORRUPT)  # denoising
     cells = [
         *cell_grid(m, ["resid_pre", "attn_out", "mlp_out"], positions=[0, 1, -1]),
-        *cell_grid(m, ["resid_pre.1", "mlp_out.0"]),
+        *cell_grid(m, ["resid_pre.1", "attn_out.1", "mlp_out.0"]),
         *cell_grid(m, "attn.z", heads=True, positions=[1, -1], layers=[0]),
         *cell_grid(m, "attn.1.z", heads=[2]),
         PatchCell("attn.1.z", 1),
@@ -147,6 +147,9 @@ def test_batching_padding_and_resumption_change_nothing(models):
     one = activation_patch(m, CORRUPT, CLEAN, cells, score, batch_size=1)
     torch.testing.assert_close(one.values, full.values, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(one.target, full.target, atol=1e-5, rtol=1e-5)
+    batches = activation_patch(m, m.batch(CORRUPT), m.batch(CLEAN), cells, score, batch_size=3)
+    assert torch.equal(batches.values, activation_patch(m, CORRUPT, CLEAN, cells, score,
+                                                        batch_size=3).values)
 
 
 def test_read_positions_and_tidy_frame(models):
