@@ -55,6 +55,16 @@ def chunk_size(n: int, c: int) -> int:
     return max(n, POOL_CHUNK) << min(c, 6)
 
 
+def attach_measures(pairs: object, clean: torch.Tensor, corrupt: torch.Tensor) -> None:
+    """Set ``entropy_clean_bits``, ``entropy_corrupt_bits``, ``kl_bits`` and ``tvd`` ([N, Q]
+    float64 tensors) on a frozen pair set from its posteriors ``clean``, ``corrupt`` [N, Q, H]."""
+    a, b = clean.detach().cpu().numpy(), corrupt.detach().cpu().numpy()
+    for name, value in (("entropy_clean_bits", entropy_bits_from_probs(a)),
+                        ("entropy_corrupt_bits", entropy_bits_from_probs(b)),
+                        ("kl_bits", pair_kl_bits(a, b)), ("tvd", np.asarray(tvd(a, b)))):
+        object.__setattr__(pairs, name, torch.from_numpy(value))
+
+
 def pair_kl_bits(p_clean: np.ndarray, p_corrupt: np.ndarray) -> np.ndarray:
     """The exact KL(p_clean ‖ p_corrupt) in bits over the last axis, ``inf`` where the corrupt
     posterior rules out a hypothesis the clean one allows (no floor).
@@ -116,12 +126,7 @@ class PatchPairs:
                                       f"{p.dtype} {list(p.shape)}")
         if tuple(self.edit_pos.shape) != (N,):
             raise TaskConfigError(f"edit_pos must be [N={N}], got {list(self.edit_pos.shape)}")
-        a, b = pc.detach().cpu().numpy(), pk.detach().cpu().numpy()
-        object.__setattr__(self, "entropy_clean_bits", torch.from_numpy(entropy_bits_from_probs(a)))
-        object.__setattr__(self, "entropy_corrupt_bits",
-                           torch.from_numpy(entropy_bits_from_probs(b)))
-        object.__setattr__(self, "kl_bits", torch.from_numpy(pair_kl_bits(a, b)))
-        object.__setattr__(self, "tvd", torch.from_numpy(np.asarray(tvd(a, b))))
+        attach_measures(self, pc, pk)
 
     def __len__(self) -> int:
         return int(self.clean_ids.shape[0])

@@ -41,9 +41,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from ..infotheory import entropy_bits_from_probs, tvd
 from .patch_kinds import NULL_ATOL, TEXT_KINDS, check_pairs, edit_stream_index, pick
-from .patch_pairs import MAX_POOL, pair_kl_bits
+from .patch_pairs import MAX_POOL, attach_measures
 from .seeds import Purpose, stream
 from .sula import _check_alpha, draw, render
 from .sula_config import ALPHA, LABEL_CANDIDATES, SulaError
@@ -89,12 +88,7 @@ class TextPatchPairs:
             if tuple(p.shape) != (N, 1, 2) or p.dtype != torch.float64:
                 raise SulaError(f"{name} must be float64 [N={N}, 1, 2], got {p.dtype} "
                                 f"{list(p.shape)}")
-        a, b = (p.detach().cpu().numpy() for p in (self.posterior_clean, self.posterior_corrupt))
-        object.__setattr__(self, "entropy_clean_bits", torch.from_numpy(entropy_bits_from_probs(a)))
-        object.__setattr__(self, "entropy_corrupt_bits",
-                           torch.from_numpy(entropy_bits_from_probs(b)))
-        object.__setattr__(self, "kl_bits", torch.from_numpy(pair_kl_bits(a, b)))
-        object.__setattr__(self, "tvd", torch.from_numpy(np.asarray(tvd(a, b))))
+        attach_measures(self, self.posterior_clean, self.posterior_corrupt)
 
     def __len__(self) -> int:
         return len(self.clean_texts)
