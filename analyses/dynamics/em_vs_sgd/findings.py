@@ -5,32 +5,21 @@ gives no verdict."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...kit.findings import Finding
 from ...kit.numbers import sig, times
 from .protocols import BASELINE
 from .result import EmVsSgdResult, ProtocolSummary
-from .verdict import EM_LIKE
+from .verdict import EM_LIKE, against_tuned
 
 #: the evidence of every row of a quick run
 QUICK_EVIDENCE = "quick run: not a result"
-
-
-def _tested(s: ProtocolSummary, base: ProtocolSummary) -> str:
-    """The run's test of ``s`` against tuned SGD, in one clause."""
-    speed = (f"speed-up {times(s.speedup)} in steps and {times(s.speedup_wall)} in wall time"
-             if np.isfinite(s.speedup) else "speed-up undefined (not every seed reached it)")
-    return (f"against tuned SGD: {s.reached}/{s.n_seeds} seeds reach its final loss, {speed}; "
-            f"final loss {sig(s.final_loss_mean)} vs {sig(base.final_loss_mean)} nats, paired "
-            f"t {sig(s.t_vs_tuned)}, Holm p {sig(s.p_holm)}")
 
 
 def _verdict(r: EmVsSgdResult, s: ProtocolSummary, base: ProtocolSummary,
              ) -> tuple[bool | None, str]:
     """(survives, evidence) under the run's criterion: every seed reaches tuned SGD's final
     loss, both speed-ups > 1, the final loss lower at Holm p < 0.05; a quick run has none."""
-    text = _tested(s, base)
+    text = f"against tuned SGD: {against_tuned(s, base)}"
     return (None, f"{QUICK_EVIDENCE}; {text}") if r.quick else (s.survives, text)
 
 

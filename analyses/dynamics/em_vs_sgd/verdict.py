@@ -20,7 +20,7 @@ def _setting(s: ProtocolSummary) -> str:
     return f"{s.param} {s.value:g}" if s.param else "untuned"
 
 
-def _against(s: ProtocolSummary, base: ProtocolSummary) -> str:
+def against_tuned(s: ProtocolSummary, base: ProtocolSummary) -> str:
     """How ``s`` compares with tuned SGD, in one clause."""
     speed = (f"{times(s.speedup)} in steps, {times(s.speedup_wall)} in wall time"
              if np.isfinite(s.speedup) else "no speed-up (not every seed reached it)")
@@ -70,12 +70,12 @@ def verdict(summ: dict[str, ProtocolSummary], tuning: dict[str, Tuning], quick: 
         out.append(f"The authors' split, run as they ran it (untuned), reaches the mean final "
                    f"loss of SGD at lr 0.01 ({num(s0.final_loss_mean, 4)}) "
                    f"{times(a.speedup_sgd)} sooner (their measure; paper 2.3×); against "
-                   f"tuned SGD it {_against(a, base)}.")
+                   f"tuned SGD it {against_tuned(a, base)}.")
     for p, s in summ.items():
         if p in (BASELINE, "authors_split"):
             continue
         verb = "survives" if s.survives else "does not survive"
-        out.append(f"{p} ({_setting(s)}): {_against(s, base)} — {verb}.")
+        out.append(f"{p} ({_setting(s)}): {against_tuned(s, base)} — {verb}.")
     if all(p in summ for p in ("em_closed_form", "em_unnorm", "em_uniform")):
         e, u, w = summ["em_closed_form"], summ["em_unnorm"], summ["em_uniform"]
         out.append(f"EM ablations: without the 1/Σα normalisation the final loss is "
