@@ -180,7 +180,7 @@ def site_kinds(sites: tuple[str, ...] | None, shape: ModelShape) -> tuple[str, .
 
     Example:
         >>> site_kinds(None, ModelShape(2, 0, 0)), site_kinds(("attn.z",), ModelShape(2, 4))
-        (('resid_pre', 'attn_out', 'mlp_out'), ('attn.z',))
+        (('resid_pre', 'mlp_out'), ('attn.z',))
     """
     if sites is not None:
         return tuple(sites)
@@ -204,8 +204,13 @@ def tunnel_shape(spec: object) -> tuple[str, ModelShape] | None:
     ``n_head``: no attention heads, an LSTM or Mamba); None where it cannot be read.
 
     Example:
-        >>> tunnel_shape("tunnels/bijection-v20")
-        ('tunnels/bijection-v20', ModelShape(n_layers=6, n_heads=6, n_kv_heads=6))
+        >>> import tempfile, pathlib
+        >>> run = pathlib.Path(tempfile.mkdtemp())
+        >>> (run / "model").mkdir()
+        >>> _ = (run / "model" / "config.json").write_text(
+        ...     '{"bayesgeom_preset": {"n_layer": 6, "n_head": 6}, "num_key_value_heads": 6}')
+        >>> tunnel_shape(run)[1]
+        ModelShape(n_layers=6, n_heads=6, n_kv_heads=6)
     """
     if not isinstance(spec, str | Path):
         return None
@@ -227,8 +232,11 @@ def known_reads(spec: object) -> int | None:
     (HMM: K; bijection's separate-vocabulary layout: L); None where it is not read here.
 
     Example:
-        >>> known_reads("tunnels/hmm-k20"), known_reads("tunnels/bijection-v20")
-        (20, 19)
+        >>> import tempfile, pathlib
+        >>> run = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (run / "run.json").write_text('{"task": {"task": "hmm", "K": 20}}')
+        >>> known_reads(run), known_reads(tempfile.mkdtemp())
+        (20, None)
     """
     if not isinstance(spec, str | Path):
         return None

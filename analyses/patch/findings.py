@@ -24,6 +24,10 @@ WHAT = {"denoising": "restores the clean input's posterior when patched into the
         "noising": "moves the clean run to the corrupt input's posterior when patched in from it"}
 
 
+FREE = {"denoising": "moves the corrupt run's logit difference toward the clean run's",
+        "noising": "moves the clean run's logit difference toward the corrupt run's"}
+
+
 def _unit(r: PatchingResult) -> str:
     return "bits" if r.metric == "effect_bits" else "logits"
 
@@ -50,9 +54,12 @@ def _kind_row(r: PatchingResult, k: KindVerdict) -> Finding:
     evidence.append(f"{k.n_surviving} of {k.n_cells} cells survive every per-cell control")
     if r.quick:
         evidence.insert(0, "quick run: not a result")
+    toward = ("the source's exact posterior" if r.metric == "effect_bits"
+              else "the source run's logit difference")
+    what = WHAT[k.direction] if r.metric == "effect_bits" else FREE[k.direction]
     return Finding(
-        f"{k.kind} ({k.direction}): the best cell {WHAT[k.direction]} (effect toward the "
-        "source's exact posterior, chosen on half the pairs and scored on the other)",
+        f"{k.kind} ({k.direction}): the best cell {what} (effect toward {toward}, chosen on "
+        "half the pairs and scored on the other)",
         k.held_out_effect, control=control, survives=k.survives,
         evidence="; ".join(evidence), unit=unit,
         undefined="no pair left in a held-out half")

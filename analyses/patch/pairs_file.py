@@ -102,6 +102,10 @@ def token_problem(tokenizer: Any, pairs: list[TextPair]) -> str | None:
         if len(a) != len(b):
             return (f"pair {i}: the clean prompt has {len(a)} tokens, the corrupt one {len(b)}; "
                     "positions are patched index for index, so each pair needs equal lengths")
+    if len({len(a) for a in clean}) == len(clean):
+        return ("no two pairs have the same token length; the unrelated-source control "
+                "patches from another pair's clean prompt of the same length, so give at least "
+                "two pairs of equal length")
     for i, p in enumerate(pairs):
         for role in ("answer", "foil"):
             text = getattr(p, role)

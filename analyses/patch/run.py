@@ -105,6 +105,11 @@ class Patcher:
                  parts: Parts, fp: str) -> None:
         self.cfg, self.pairs, self.cells, self.parts, self.fp = cfg, pairs, cells, parts, fp
         self.rows, self.partner = unrelated_sources(pairs.evidence, cfg.seed)
+        if self.rows.size < 2:
+            raise ExperimentError(
+                f"only {self.rows.size} of {len(pairs.evidence)} evidence pairs share their "
+                "token length with another pair; the unrelated-source control patches from "
+                "another pair's clean prompt of the same length: give more pairs")
         self.reused = 0
 
     def inputs(self, c: Condition) -> tuple[list, list, PairSet, np.ndarray]:

@@ -164,7 +164,7 @@ def rank_agreement(exact: np.ndarray, approx: np.ndarray, cells: np.ndarray,
         >>> r = rank_agreement(np.array([1.0, 2, 3, 4]), np.array([1.0, 2, 4, 3]),
         ...                    np.arange(4), n_worst=2)
         >>> round(r.rho, 2), r.worst
-        (0.8, [3, 2])
+        (0.8, [2, 3])
     """
     x, y = exact[cells], approx[cells]
     rho = float(spearman(x, y)) if len(cells) >= 3 else float("nan")

@@ -67,6 +67,12 @@ def cell_frame(cells: list[interp.PatchCell], edit: int | None = None) -> pd.Dat
         "cell": [c.label for c in cells]})
 
 
+def _nanmax(x: np.ndarray) -> float:
+    """The largest finite value of ``x``, NaN when none is."""
+    x = np.asarray(x, dtype=float)
+    return float(x[np.isfinite(x)].max()) if np.isfinite(x).any() else float("nan")
+
+
 def _survival(ev: dict[str, np.ndarray], p_holm: np.ndarray, null: dict[str, np.ndarray] | None,
               twin: dict[str, np.ndarray], exact: bool) -> np.ndarray:
     ok = np.nan_to_num(p_holm, nan=1.0) <= ALPHA
@@ -110,11 +116,10 @@ def judge(cfg: PatchConfig, pairs: Pairs, cells: list[interp.PatchCell],
         v.tests.append(TestFamily(d, tests.n_tests, tests.n_effective, int(surv.sum())))
         v.evidence_scale[d] = float(ev.kl_target.mean()) if exact else float("nan")
         if null is not None:
-            v.null_max[d] = float(np.nanmax(null["abs_effect"]))
+            v.null_max[d] = _nanmax(null["abs_effect"])
             nm = got[key["bayes_null"]]
             v.null_own[d] = float(np.abs(nm.kl_target - nm.kl_source_run).mean())
-        v.twin_best_rf[d] = float(np.nanmax(stats[tkey]["recovered_fraction"])) \
-            if exact else float("nan")
+        v.twin_best_rf[d] = _nanmax(stats[tkey]["recovered_fraction"])
         extra = {"p": tests.p, "p_holm": tests.p_holm, "survives": surv,
                  "null_abs_effect": null["abs_effect"] if null else np.full(len(cells), np.nan),
                  "twin_recovered_fraction_high": stats[tkey]["recovered_fraction_high"],
@@ -168,9 +173,9 @@ def _kind_verdict(cfg: PatchConfig, pairs: Pairs, cells: list[interp.PatchCell],
         held_out_effect=h_ev.effect, held_out_recovered_fraction=h_ev.recovered_fraction,
         held_out_pick=cells[pick].label, pick_share=h_ev.pick_share,
         pick_survives=bool(surv[pick]), control_held_out_effect=h_ctl.effect,
-        control_best_effect=float(np.nanmax(s_ctl["effect"][idx])),
+        control_best_effect=_nanmax(s_ctl["effect"][idx]),
         twin_held_out_effect=h_tw.effect,
-        twin_best_recovered_fraction=float(np.nanmax(s_tw["recovered_fraction"][idx])),
+        twin_best_recovered_fraction=_nanmax(s_tw["recovered_fraction"][idx]),
         null_abs_effect=float(null["abs_effect"][pick]) if null is not None else float("nan"),
         survives=verdict)
 
