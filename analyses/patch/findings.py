@@ -107,10 +107,12 @@ def _twin_row(r: PatchingResult) -> Finding | None:
 def _attribution_rows(r: PatchingResult) -> list[Finding]:
     rows = []
     for d in r.directions:
-        agree = [a for a in r.attribution if a.direction == d]
+        agree = [a for a in r.attribution if a.direction == d and a.kind != "all cells"]
+        overall = [a for a in r.attribution if a.direction == d and a.kind == "all cells"]
         if not agree:
             continue
-        per = "; ".join(f"{a.kind} ρ {sig(a.spearman)} over {a.n_cells}" for a in agree)
+        per = "; ".join(f"{a.kind} ρ {sig(a.spearman)} over {a.n_cells}"
+                        for a in overall + agree)
         worst = min(agree, key=lambda a: a.spearman if math.isfinite(a.spearman) else math.inf)
         rhos = [a.spearman for a in agree if math.isfinite(a.spearman)]
         rows.append(Finding(

@@ -135,6 +135,8 @@ def judge(cfg: PatchConfig, pairs: Pairs, cells: list[interp.PatchCell],
                 v.agreement.append(_agreement(cells, kind, d, idx, ev.effect.mean(1),
                                               attribution[d].mean(1)))
         if d in attribution:
+            v.agreement.append(_agreement(cells, "all cells", d, np.arange(len(cells)),
+                                          ev.effect.mean(1), attribution[d].mean(1)))
             attr_frames.append(base.assign(direction=d, exact_effect=ev.effect.mean(1),
                                            attribution_effect=attribution[d].mean(1)))
     for c in conditions(cfg.directions, pairs.null is not None):
