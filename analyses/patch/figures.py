@@ -26,7 +26,9 @@ from ..kit.html import COLORS
 
 #: what to look for in the heatmaps and the scatter
 HEATMAP_CAPTION = ("Look for: cells bright in the left panel (the trained model, evidence "
-                   "pairs) and dark in the other two. A cell bright on the Bayes-null pairs "
+                   "pairs) and dark in the other two (the trained model and the twin share one "
+                   "colour scale; the Bayes-null panel has its own, in bits). A cell bright on "
+                   "the Bayes-null pairs "
                    "changes the output where the exact posterior says nothing changed: "
                    "off-distribution damage, not evidence. A cell bright in the twin is the "
                    "architecture's plumbing (the residual stream at the edited token), not "
@@ -53,16 +55,23 @@ def _heatmap(table: pd.DataFrame, kind: str, direction: str, metric: str, x: str
              x_title: str) -> go.Figure:
     panels = _panels(metric)
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p[0] for p in panels],
-                        horizontal_spacing=0.08)
+                        horizontal_spacing=0.12)
+    sel = table[(table["kind"] == kind) & (table["direction"] == direction)]
+    # panels of one measurement (the trained model and the twin) share one colour scale
+    shown = sel[sel["pairs"] == "evidence"]
+    ranges = {col: (float(shown[col].min()), float(shown[col].max()))
+              for *_, col in panels if col in sel.columns and sel[col].notna().any()}
     for i, (_, model, pairs, col) in enumerate(panels, 1):
-        t = table[(table["kind"] == kind) & (table["direction"] == direction)
-                  & (table["model"] == model) & (table["pairs"] == pairs)]
-        if t.empty or col not in t.columns:
+        right = fig.layout[f"xaxis{i if i > 1 else ''}"].domain[1]
+        t = sel[(sel["model"] == model) & (sel["pairs"] == pairs)]
+        if t.empty or col not in ranges:
             continue
         grid = t.pivot_table(index="layer", columns=x, values=col, aggfunc="first")
+        lo, hi = ranges[col] if col != "abs_effect_bits" else (None, None)
         fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=[str(c) for c in grid.columns],
                                  y=[str(r) for r in grid.index], colorscale="Viridis",
-                                 colorbar={"x": i / len(panels) - 0.01, "len": 0.9,
+                                 zmin=lo, zmax=hi,
+                                 colorbar={"x": right + 0.01, "len": 0.9,
                                            "thickness": 10},
                                  name=col), row=1, col=i)
         fig.update_xaxes(title_text=x_title, type="category", row=1, col=i)
