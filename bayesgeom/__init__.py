@@ -10,7 +10,8 @@ run a probe: ``open_model``, ``load``, ``capture``, ``site_name``, ``random_init
 ``fit_entropy_axis``, ``entropy_probe``, ``summarize_pca``; (b) compare small and large models
 with the same code: ``GeometryConfig``/``run_geometry``, ``CompareConfig``/``run_compare``,
 ``experiments``; (c) causal steering against its null: ``intervene``, ``ProjectOut``,
-``ShiftAlong``, ``AddVector``, ``SteerConfig``/``run_steer`` -- and the wind tunnels
+``ShiftAlong``, ``AddVector``, ``SteerConfig``/``run_steer``, and where the evidence is stored:
+``PatchConfig``/``run_patch`` -- and the wind tunnels
 (``TrainConfig``, ``train``, ``load_run``, ``read_run``). Every name is imported on first use
 (:mod:`records.lazy`), so ``import bayesgeom`` loads neither torch nor transformers (50 ms).
 
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
     from .analyses.geometry.config import GeometryConfig
     from .analyses.geometry.run import run_geometry
     from .analyses.kit.models import open_model
+    from .analyses.patch.config import PatchConfig
+    from .analyses.patch.run import run_patch
     from .analyses.registry import experiments
     from .analyses.steer.config import SteerConfig
     from .analyses.steer.run import run_steer
@@ -74,6 +77,7 @@ __all__ = [
     "AddVector",
     "CompareConfig",
     "GeometryConfig",
+    "PatchConfig",
     "ProjectOut",
     "ShiftAlong",
     "SteerConfig",
@@ -96,6 +100,7 @@ __all__ = [
     "records",
     "run_compare",
     "run_geometry",
+    "run_patch",
     "run_steer",
     "site_name",
     "summarize_pca",

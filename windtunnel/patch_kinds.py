@@ -39,6 +39,9 @@ ALL_KINDS = TEXT_KINDS
 #: the tasks with a pair generator (:data:`windtunnel.patch_pairs.EDITORS`, and SULA's
 #: :func:`windtunnel.patch_sula.sula_patch_pairs`)
 PAIR_TASKS: tuple[str, ...] = ("assoc_recall", "bijection", "hmm", "sula")
+#: SULA pairs' example counts by default (k >= 2: every kind, Bayes-null included;
+#: :func:`windtunnel.patch_sula.sula_patch_pairs`)
+PAIR_KS: tuple[int, ...] = (2, 4, 8)
 #: the largest |p*_clean − p*_corrupt| a Bayes-null pair may show at any read position
 NULL_ATOL = 1e-12
 

@@ -41,14 +41,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from .patch_kinds import NULL_ATOL, TEXT_KINDS, check_pairs, edit_stream_index, pick
+from .patch_kinds import NULL_ATOL, PAIR_KS, TEXT_KINDS, check_pairs, edit_stream_index, pick
 from .patch_pairs import MAX_POOL, attach_measures
 from .seeds import Purpose, stream
 from .sula import _check_alpha, draw, render
 from .sula_config import ALPHA, LABEL_CANDIDATES, SulaError
 
-#: the example counts of the pairs by default (k >= 2: every kind, Bayes-null included)
-PAIR_KS = (2, 4, 8)
 #: the smallest number of prompts per k a pool chunk draws
 SULA_CHUNK = 16
 

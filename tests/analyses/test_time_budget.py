@@ -35,6 +35,7 @@ NOT_SIZES = {
     "value_vocab": "a model dimension (its memory is the model's)",
     "deep_seeds": "bounded by --seeds (at most 5)",
     "eval_every": "an interval: a larger value is less work",
+    "heads": "head indices", "edit_at": "a read index",
 }
 
 

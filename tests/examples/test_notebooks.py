@@ -19,7 +19,8 @@ def test_there_are_the_notebooks():
                                            "02_small_vs_large.ipynb",
                                            "03_causal_steering.ipynb",
                                            "04_training_dynamics.ipynb",
-                                           "05_verification_tools.ipynb"]
+                                           "05_verification_tools.ipynb",
+                                           "06_patching.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
