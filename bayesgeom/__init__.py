@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from .analyses.geometry.config import GeometryConfig
     from .analyses.geometry.run import run_geometry
     from .analyses.kit.models import open_model
+    from .analyses.lens.config import LensConfig
+    from .analyses.lens.run import run_lens
     from .analyses.registry import experiments
     from .analyses.steer.config import SteerConfig
     from .analyses.steer.run import run_steer
@@ -74,6 +76,7 @@ __all__ = [
     "AddVector",
     "CompareConfig",
     "GeometryConfig",
+    "LensConfig",
     "ProjectOut",
     "ShiftAlong",
     "SteerConfig",
@@ -96,6 +99,7 @@ __all__ = [
     "records",
     "run_compare",
     "run_geometry",
+    "run_lens",
     "run_steer",
     "site_name",
     "summarize_pca",

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         ShiftAlong,
         intervene,
     )
+    from .lens import LogitLens, Translator, fit_translator, logit_lens
     from .loading import load
     from .model import InterpModel
     from .sites import SITE_KINDS, Site, resolve_layer, resolve_layers, site_name
@@ -90,6 +91,7 @@ __all__ = [
     "Intervention",
     "InterventionHandle",
     "KeepOnly",
+    "LogitLens",
     "ModelNotAvailableError",
     "ModelNotLoadedError",
     "NilInterventionError",
@@ -104,6 +106,7 @@ __all__ = [
     "SiteNotLocatedError",
     "StoreError",
     "StoreMismatchError",
+    "Translator",
     "UnknownSiteError",
     "UnsupportedArchitectureError",
     "VarianceMatchWarning",
@@ -114,8 +117,10 @@ __all__ = [
     "capture",
     "check_device",
     "cumulative_bypass",
+    "fit_translator",
     "intervene",
     "load",
+    "logit_lens",
     "projection_std",
     "projection_weights",
     "random_controls",

@@ -1,0 +1,100 @@
+"""The numbers of a lens run (:mod:`analyses.lens.run`), from rows to the result: per-row KL
+and entropy error, per-prompt means with bootstrap intervals, the position-only baseline and
+the two depths the run reports (:data:`analyses.lens.result.DEFINITIONS`).
+
+Example:
+    >>> import numpy as np
+    >>> p = np.array([[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]])
+    >>> position_mean(np.array([3, 3, 5]), p, np.array([3, 5, 7])).round(2).tolist()
+    [[0.7, 0.3], [0.2, 0.8], [0.53, 0.47]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...infotheory import entropy_bits_from_probs, kl_bits
+from ...probes import mean_interval
+from .result import LensScore
+
+
+def position_mean(train_pos: np.ndarray, train_p: np.ndarray, test_pos: np.ndarray,
+                  ) -> np.ndarray:
+    """The position-only baseline [N_test, K]: at each test row's position the mean of
+    ``train_p`` [N_train, K] over the training rows at that position (``train_pos``
+    [N_train]), the overall mean where there were none: the minimiser of the mean KL(p ‖ q)
+    over q for the rows of one position."""
+    train_p = np.asarray(train_p, dtype=np.float64)
+    overall = train_p.mean(0)
+    means = {int(q): train_p[train_pos == q].mean(0) for q in np.unique(train_pos)}
+    return np.stack([means.get(int(q), overall) for q in np.asarray(test_pos)])
+
+
+def row_scores(log_q: np.ndarray, p_star: np.ndarray, final: np.ndarray,
+               ) -> dict[str, np.ndarray]:
+    """Per row [N]: ``kl_posterior`` KL(p* ‖ q), ``kl_final`` KL(final ‖ q) and
+    ``entropy_mae`` |H(q) − H(p*)| (bits), from a lens' natural log-probabilities ``log_q``
+    [N, K], the exact posterior ``p_star`` and the model's ``final`` output [N, K]."""
+    lq = np.asarray(log_q, dtype=np.float64)
+    q = np.exp(lq)
+    return {"kl_posterior": kl_bits(p_star, log_q=lq), "kl_final": kl_bits(final, log_q=lq),
+            "entropy_mae": np.abs(entropy_bits_from_probs(q) - entropy_bits_from_probs(p_star))}
+
+
+def per_prompt(values: np.ndarray, prompt_index: np.ndarray) -> np.ndarray:
+    """The mean of ``values`` [N] over each prompt's rows (``prompt_index`` [N]), in prompt
+    order [n_prompts].
+
+    Example:
+        >>> per_prompt(np.array([1.0, 3.0, 5.0]), np.array([0, 0, 1])).tolist()
+        [2.0, 5.0]
+    """
+    idx = np.asarray(prompt_index)
+    sums = np.bincount(idx, weights=np.asarray(values, dtype=np.float64))
+    return sums / np.bincount(idx)
+
+
+def lens_score(condition: str, lens: str, depth: int, site: str, log_q: np.ndarray,
+               p_star: np.ndarray, final: np.ndarray, prompt_index: np.ndarray, n_boot: int,
+               seed: int, fit_kl: float = float("nan"), iterations: int = 0) -> LensScore:
+    """A :class:`LensScore`: each of :func:`row_scores` averaged per prompt, then over
+    prompts with its BCa interval from ``n_boot`` resamples at ``seed`` (the same resamples
+    for every lens and condition: the prompts are the same)."""
+    out: dict[str, float] = {}
+    for metric, v in row_scores(log_q, p_star, final).items():
+        iv = mean_interval(per_prompt(v, prompt_index), n_boot, seed=seed)
+        out |= {f"{metric}_bits": iv.estimate, f"{metric}_low": iv.low,
+                f"{metric}_high": iv.high}
+    return LensScore(condition=condition, lens=lens, depth=depth, site=site, **out,
+                     fit_kl_bits=float(fit_kl), fit_iterations=int(iterations))
+
+
+def _at(scores: list[LensScore], condition: str, lens: str, depth: int) -> LensScore | None:
+    return next((s for s in scores if (s.condition, s.lens, s.depth) == (condition, lens,
+                                                                          depth)), None)
+
+
+def decodable_depth(scores: list[LensScore], depths: list[int]) -> int | None:
+    """The first of ``depths`` at which the trained Bayes lens' ``kl_posterior`` interval lies
+    wholly below both the twin's Bayes lens' and the position-only one's (None: none does)."""
+    for d in depths:
+        t, w, p = (_at(scores, c, lens, d) for c, lens in (
+            ("trained", "bayes"), ("random_init", "bayes"), ("position_only", "position_mean")))
+        if t is None or w is None or p is None:
+            continue
+        if t.kl_posterior_high < min(w.kl_posterior_low, p.kl_posterior_low):
+            return d
+    return None
+
+
+def answer_depth(scores: list[LensScore], depths: list[int], lens: str, formed_bits: float,
+                 ) -> int | None:
+    """The first of ``depths`` from which on the trained model's ``lens`` keeps
+    ``kl_final_bits`` at most ``formed_bits`` to the last depth (None: it never does)."""
+    found = None
+    for d in reversed(depths):
+        s = _at(scores, "trained", lens, d)
+        if s is None or not s.kl_final_bits <= formed_bits:
+            break
+        found = d
+    return found
