@@ -16,11 +16,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ...probes.bootstrap import EXCLUDES_NOTE
 from ..kit.findings import Finding, findings_text
 from ..kit.html import COLORS, html_report
 from ..kit.learned import gate
 from ..kit.numbers import sig
 from .result import DEFINITIONS, LensResult, LensScore
+from .scores import clears, usable
 
 #: (condition, lens) -> (legend name, colour index, dash) of every line drawn
 LINES = {("trained", "logit"): ("logit lens", 0, "solid"),
@@ -48,6 +50,21 @@ def _iv(s: LensScore, metric: str = "kl_posterior") -> str:
             f"{sig(getattr(s, f'{metric}_high'))}]")
 
 
+def _verdict(s: LensScore, *controls: LensScore) -> bool | None:
+    """Survives when ``s``'s interval lies below every control's; None where an interval
+    leaves out its own estimate (not evidence)."""
+    if not all(usable(x) for x in (s, *controls)):
+        return None
+    return clears(s, *controls)
+
+
+def _evidence(s: LensScore, *controls: LensScore) -> str:
+    bad = [x for x in (s, *controls) if not usable(x)]
+    if bad:
+        return f"{EXCLUDES_NOTE} ({', '.join(f'{x.condition} {x.lens}' for x in bad)})"
+    return f"interval {_iv(s)} against the controls' (BCa over held-out prompts, level 0.95)"
+
+
 def findings(res: LensResult) -> list[Finding]:
     """The verdict table (module doc), behind a wind tunnel's learned check."""
     last = res.depths[-1]
@@ -59,16 +76,12 @@ def findings(res: LensResult) -> list[Finding]:
         Finding(f"the exact posterior is decodable from the last block's output (Bayes lens: "
                 f"held-out KL(p* ‖ lens)), {where}", t.kl_posterior_bits, unit="bits",
                 control=f"random-init twin's Bayes lens {_iv(w)}; position only {_iv(p)}",
-                survives=bool(t.kl_posterior_high < min(w.kl_posterior_low,
-                                                        p.kl_posterior_low)),
-                evidence=f"interval {_iv(t)} below both controls' (BCa, level 0.95)",
+                survives=_verdict(t, w, p), evidence=_evidence(t, w, p),
                 undefined="no held-out prompt was scored"),
         Finding(f"the model's own output matches the exact posterior (KL(p* ‖ output): the "
                 f"logit lens at the last depth), {where}", own.kl_posterior_bits, unit="bits",
                 control=f"random-init twin's output {_iv(own_twin)}; position only {_iv(p)}",
-                survives=bool(own.kl_posterior_high < min(own_twin.kl_posterior_low,
-                                                          p.kl_posterior_low)),
-                evidence=f"interval {_iv(own)} below both controls'",
+                survives=_verdict(own, own_twin, p), evidence=_evidence(own, own_twin, p),
                 undefined="no held-out prompt was scored"),
     ]
     d = res.decodable_depth

@@ -15,6 +15,7 @@ import numpy as np
 
 from ...infotheory import entropy_bits_from_probs, kl_bits
 from ...probes import mean_interval
+from ...probes.bootstrap import excludes
 from .result import LensScore
 
 
@@ -69,6 +70,21 @@ def lens_score(condition: str, lens: str, depth: int, site: str, log_q: np.ndarr
                      fit_kl_bits=float(fit_kl), fit_iterations=int(iterations))
 
 
+def usable(s: LensScore, metric: str = "kl_posterior") -> bool:
+    """False when ``s``'s interval of ``metric`` leaves out its own estimate: such an interval
+    is not evidence (:data:`probes.bootstrap.EXCLUDES_NOTE`)."""
+    return not excludes(getattr(s, f"{metric}_bits"), getattr(s, f"{metric}_low"),
+                        getattr(s, f"{metric}_high"))
+
+
+def clears(s: LensScore, *controls: LensScore) -> bool:
+    """``s``'s ``kl_posterior`` interval lies wholly below every control's, each interval
+    containing its estimate (else no evidence: False)."""
+    if not all(usable(x) for x in (s, *controls)):
+        return False
+    return bool(s.kl_posterior_high < min(c.kl_posterior_low for c in controls))
+
+
 def _at(scores: list[LensScore], condition: str, lens: str, depth: int) -> LensScore | None:
     return next((s for s in scores if (s.condition, s.lens, s.depth) == (condition, lens,
                                                                           depth)), None)
@@ -76,13 +92,14 @@ def _at(scores: list[LensScore], condition: str, lens: str, depth: int) -> LensS
 
 def decodable_depth(scores: list[LensScore], depths: list[int]) -> int | None:
     """The first of ``depths`` at which the trained Bayes lens' ``kl_posterior`` interval lies
-    wholly below both the twin's Bayes lens' and the position-only one's (None: none does)."""
+    wholly below both the twin's Bayes lens' and the position-only one's, each containing its
+    estimate (:func:`clears`; None: no depth does)."""
     for d in depths:
         t, w, p = (_at(scores, c, lens, d) for c, lens in (
             ("trained", "bayes"), ("random_init", "bayes"), ("position_only", "position_mean")))
         if t is None or w is None or p is None:
             continue
-        if t.kl_posterior_high < min(w.kl_posterior_low, p.kl_posterior_low):
+        if clears(t, w, p):
             return d
     return None
 
