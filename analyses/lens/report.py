@@ -95,15 +95,17 @@ def findings(res: LensResult) -> list[Finding]:
         control="the twin's Bayes lens and the position-only baseline at the same depth",
         evidence=at, undefined="no depth clears both controls"))
     a, tuned = res.answer_depth.get("logit"), res.answer_depth.get("tuned")
-    gap = ("" if a is None or d is None else
-           f"; the posterior is decodable {a - d} depth(s) earlier" if a > d else
-           "; the posterior is not decodable earlier")
+    pd_ = res.posterior_depth
+    bits = sig(res.formed_bits)
     rows.append(Finding(
-        f"depth at which the model's answer forms (the logit lens stays within "
-        f"{sig(res.formed_bits)} bits KL of the model's final output from there on)", a,
-        survives=None, control="none: a threshold reading",
-        evidence=f"no criterion; tuned lens: depth {tuned}{gap}",
-        undefined="the logit lens never stays within the threshold before the last depth"))
+        f"depth at which the model's answer forms (the logit lens stays within {bits} bits "
+        "KL of the model's final output from there on)", a, survives=None,
+        control="none: a threshold reading",
+        evidence=f"no criterion; the tuned lens does from depth {tuned}; the Bayes lens stays "
+                 f"within {bits} bits of p* from depth {pd_}" + (
+                     "" if a is None or pd_ is None else
+                     f" ({a - pd_} depth(s) earlier)" if a > pd_ else " (not earlier)"),
+        undefined="the logit lens stays within the threshold at no depth, not even the last"))
     return gate(rows, res.learned)
 
 
@@ -173,9 +175,11 @@ def summary_table(res: LensResult) -> str:
         fin = res.score("trained", "logit", d).kl_final_bits
         lines.append(f"{d:>5} {s:<14} {sig(v[0]):>8} {sig(v[1]):>8} {sig(v[2]):>8} "
                      f"{sig(v[3]):>10} {sig(v[4]):>9} {sig(fin):>16}")
-    lines.append(f"posterior decodable from depth {res.decodable_depth}; answer formed "
-                 f"(logit lens) at depth {res.answer_depth.get('logit')}, (tuned lens) at "
-                 f"depth {res.answer_depth.get('tuned')}")
+    lines.append(f"posterior decodable beyond the controls from depth {res.decodable_depth}, "
+                 f"within {sig(res.formed_bits)} bits of p* (Bayes lens) from depth "
+                 f"{res.posterior_depth}; answer formed (logit lens) at depth "
+                 f"{res.answer_depth.get('logit')}, (tuned lens) at depth "
+                 f"{res.answer_depth.get('tuned')}")
     return "\n".join(lines)
 
 

@@ -48,6 +48,8 @@ DEFINITIONS = {
     "decodable_depth": "the first depth at which the trained model's Bayes lens has its "
                        "kl_posterior interval wholly below both the twin's Bayes lens' and "
                        "the position-only interval (None: no such depth)",
+    "posterior_depth": "the first read depth from which on, to the last, the trained "
+                       "model's Bayes lens keeps kl_posterior at most formed_bits (None: never)",
     "answer_depth": "per lens (logit, tuned): the first read depth from which on, to the "
                     "last, the trained model's kl_final stays at most formed_bits (None: "
                     "never)",
@@ -104,6 +106,7 @@ class LensResult:
     readout_max_abs_diff: dict[str, float]
     scores: list[LensScore]
     decodable_depth: int | None
+    posterior_depth: int | None
     answer_depth: dict[str, int | None]
     definitions: dict[str, str] = field(default_factory=lambda: dict(DEFINITIONS))
     ks: list[int] = field(default_factory=list)

@@ -47,7 +47,7 @@ from ..kit.writer import write_run
 from ..prompts.sula import pick_labels, sula_prompts
 from .config import LensConfig
 from .result import LensResult, LensScore
-from .scores import answer_depth, decodable_depth, lens_score, position_mean
+from .scores import decodable_depth, lens_score, position_mean, stays_within
 
 #: the lenses fitted per depth: name -> what the translator is fitted to
 FITTED = {"bayes": "p*", "tuned": "final"}
@@ -191,7 +191,9 @@ def run_lens(cfg: LensConfig, model: interp.InterpModel | None = None) -> LensRe
             formed_bits=run.formed_bits, seed=run.seed, twin_seed=tseed,
             readout_max_abs_diff=diffs, scores=scores,
             decodable_depth=decodable_depth(scores, depths),
-            answer_depth={lens: answer_depth(scores, depths, lens, run.formed_bits)
+            posterior_depth=stays_within(scores, depths, "bayes", "kl_posterior",
+                                         run.formed_bits),
+            answer_depth={lens: stays_within(scores, depths, lens, "kl_final", run.formed_bits)
                           for lens in ("logit", "tuned")},
             ks=data.ks, learned=learned, quick=cfg.quick,
             wall_s=round(time.perf_counter() - t0, 2))

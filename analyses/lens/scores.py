@@ -104,14 +104,16 @@ def decodable_depth(scores: list[LensScore], depths: list[int]) -> int | None:
     return None
 
 
-def answer_depth(scores: list[LensScore], depths: list[int], lens: str, formed_bits: float,
-                 ) -> int | None:
+def stays_within(scores: list[LensScore], depths: list[int], lens: str, metric: str,
+                 bits: float) -> int | None:
     """The first of ``depths`` from which on the trained model's ``lens`` keeps
-    ``kl_final_bits`` at most ``formed_bits`` to the last depth (None: it never does)."""
+    ``<metric>_bits`` at most ``bits`` to the last depth (None: not even the last does):
+    ``metric`` ``kl_final`` gives where the answer forms, ``kl_posterior`` where the posterior
+    is read to within ``bits``."""
     found = None
     for d in reversed(depths):
         s = _at(scores, "trained", lens, d)
-        if s is None or not s.kl_final_bits <= formed_bits:
+        if s is None or not getattr(s, f"{metric}_bits") <= bits:
             break
         found = d
     return found

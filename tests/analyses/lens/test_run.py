@@ -42,6 +42,7 @@ def test_bayes_lens_at_the_last_depth_beats_the_twin_and_position(hmm_run):
     for s in res.scores:  # every interval holds its estimate
         assert s.kl_posterior_low <= s.kl_posterior_bits <= s.kl_posterior_high
     assert res.decodable_depth is not None and res.decodable_depth <= 9
+    assert res.posterior_depth is not None and res.answer_depth["logit"] is not None
     rows = findings(res)
     assert rows[0].claim.startswith("the wind tunnel has learned") and rows[0].survives
     assert rows[1].survives is True  # the last-depth Bayes lens clears both controls
@@ -62,7 +63,7 @@ def test_files_table_and_summary(hmm_run):
     assert manifest["experiment"] == "lens" and manifest["config"]["n_train"] == 12
     html = (out / "report.html").read_text()
     assert html.index("What was found") < html.index("Definitions") and "QUICK" not in html
-    assert "posterior decodable from depth" in format_summary(res)
+    assert "posterior decodable beyond the controls from depth" in format_summary(res)
 
 
 def test_sula_on_a_text_model(text_models, tmp_path):
