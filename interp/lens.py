@@ -241,7 +241,9 @@ def fit_translator(h: torch.Tensor, target: torch.Tensor, ro: Readout, *, steps:
                    l2: float = 0.0) -> Fit:
     """Fit a :class:`Translator` on rows ``h`` [N, D] to ``target`` [N, K] probabilities over
     ``ro``'s ids: minimise mean KL(target ‖ softmax(ro(translator(h)))) (bits) + ``l2`` ‖A‖²_F
-    by full-batch L-BFGS (strong-Wolfe line search, at most ``steps`` iterations).
+    by full-batch L-BFGS (strong-Wolfe line search, at most ``steps`` iterations). With fewer
+    rows than dimensions A is fitted in the rows' span, which the fit in full A never leaves
+    (N/D of the work).
 
     Example (a target the readout alone cannot give; the fit comes closer):
         >>> import torch, transformers
@@ -261,25 +263,36 @@ def fit_translator(h: torch.Tensor, target: torch.Tensor, ro: Readout, *, steps:
     if x.ndim != 2 or p.shape != (x.shape[0], ro.weight.shape[0]):
         raise InterpError(f"rows {list(x.shape)} and target {list(p.shape)} do not fit a "
                           f"readout over {ro.weight.shape[0]} tokens")
-    tr = Translator(x.shape[1])
+    n, d = x.shape
+    # the loss reads A only through x Aᵀ, and L-BFGS from zero moves A only along its
+    # gradients, whose rows lie in x's row space: with fewer rows than dimensions, A = B Vᵀ
+    # (V [D, N] orthonormal, from the thin SVD of x) searches the same translators at N/D of
+    # the work (the iterates differ a little: L-BFGS scales its first step by an L1 norm)
+    v = torch.linalg.svd(x, full_matrices=False).Vh.T if n < d else None
+    xv = x if v is None else x @ v
+    B = nn.Parameter(torch.zeros(d, xv.shape[1]))
+    b = nn.Parameter(torch.zeros(d))
 
     def kl() -> torch.Tensor:
-        return kl_bits(p, log_q=torch.log_softmax(ro(tr(x)), dim=-1)).mean()
+        return kl_bits(p, log_q=torch.log_softmax(ro(x + xv @ B.T + b), dim=-1)).mean()
 
     with torch.no_grad():
         start = float(kl())
-    opt = torch.optim.LBFGS(tr.parameters(), lr=1.0, max_iter=steps, history_size=20,
+    opt = torch.optim.LBFGS([B, b], lr=1.0, max_iter=steps, history_size=20,
                             line_search_fn="strong_wolfe", tolerance_grad=1e-9,
                             tolerance_change=1e-12)
 
     def closure() -> torch.Tensor:
         opt.zero_grad()
-        loss = kl() + l2 * tr.A.pow(2).sum()
+        loss = kl() + l2 * B.pow(2).sum()  # ‖B Vᵀ‖_F = ‖B‖_F: V has orthonormal columns
         loss.backward()
         return loss
 
     opt.step(closure)
     with torch.no_grad():
         end = float(kl())
-    iters = int(opt.state[opt._params[0]].get("n_iter", 0))
+        tr = Translator(d)
+        tr.A.copy_(B if v is None else B @ v.T)
+        tr.b.copy_(b)
+    iters = int(opt.state[B].get("n_iter", 0))
     return Fit(tr.requires_grad_(False), start, end, iters)

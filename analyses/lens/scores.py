@@ -35,10 +35,12 @@ def row_scores(log_q: np.ndarray, p_star: np.ndarray, final: np.ndarray,
                ) -> dict[str, np.ndarray]:
     """Per row [N]: ``kl_posterior`` KL(p* ‖ q), ``kl_final`` KL(final ‖ q) and
     ``entropy_mae`` |H(q) − H(p*)| (bits), from a lens' natural log-probabilities ``log_q``
-    [N, K], the exact posterior ``p_star`` and the model's ``final`` output [N, K]."""
+    [N, K], the exact posterior ``p_star`` and the model's ``final`` output [N, K] (a KL of a
+    lens to itself, −1e-9 in float32 rounding, is 0)."""
     lq = np.asarray(log_q, dtype=np.float64)
     q = np.exp(lq)
-    return {"kl_posterior": kl_bits(p_star, log_q=lq), "kl_final": kl_bits(final, log_q=lq),
+    return {"kl_posterior": np.maximum(kl_bits(p_star, log_q=lq), 0.0),
+            "kl_final": np.maximum(kl_bits(final, log_q=lq), 0.0),
             "entropy_mae": np.abs(entropy_bits_from_probs(q) - entropy_bits_from_probs(p_star))}
 
 

@@ -111,3 +111,31 @@ def test_translator_fit_is_deterministic_and_checks_shapes():
         interp.fit_translator(h, p[:, :2], ro)
     with pytest.raises(interp.InterpError, match="steps"):
         interp.fit_translator(h, p, ro, steps=0)
+
+
+def test_fewer_rows_than_dimensions_fit_in_their_span():
+    """N < D: the fit in full A (plain L-BFGS from zero) never leaves the rows' span, so
+    fitting A = B Vᵀ there (interp.lens.fit_translator) searches the same translators; the
+    two reach the same loss (their iterates differ: L-BFGS scales its first step by the
+    gradient's L1 norm, which a rotation changes)."""
+    ro, h, p = _toy()
+    x, t = h[:10], p[:10]  # 10 rows, 16 dimensions
+    fast = interp.fit_translator(x, t, ro, steps=30)
+    tr = L.Translator(16)
+    opt = torch.optim.LBFGS(tr.parameters(), max_iter=30, history_size=20,
+                            line_search_fn="strong_wolfe", tolerance_grad=1e-9,
+                            tolerance_change=1e-12)
+
+    def closure():
+        opt.zero_grad()
+        loss = kl_bits(t, log_q=torch.log_softmax(ro(tr(x)), -1)).mean()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    v = torch.linalg.svd(x, full_matrices=False).Vh.T  # [16, 10]
+    A = tr.A.detach()
+    assert (A - A @ v @ v.T).norm() < 1e-5 * A.norm()  # full A stayed in the span
+    assert (fast.translator.A - fast.translator.A @ v @ v.T).norm() < 1e-5 * A.norm()
+    slow = float(kl_bits(t, log_q=L.lens_log_probs(x, ro, tr)).mean())
+    assert fast.kl_bits < 0.05 * fast.kl_start_bits and slow < 0.05 * fast.kl_start_bits
