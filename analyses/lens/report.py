@@ -156,7 +156,8 @@ def setup_text(res: LensResult) -> str:
             f"fitted on {res.n_train} prompts ({res.n_train_rows} rows), scored on "
             f"{res.n_test} held-out prompts ({res.n_test_rows} rows); L-BFGS {res.steps} "
             f"iterations, l2 {sig(res.l2)}; {res.n_boot} bootstrap resamples; random-init twin "
-            f"seed {res.twin_seed}. Readout check (|lens at the last depth − the model's "
+            f"seed {res.twin_seed}; position only: the {res.position_baseline} of p*. Readout "
+            "check (|lens at the last depth − the model's "
             "logits|): " + ", ".join(f"{c} {sig(v)}" for c, v in
                                      res.readout_max_abs_diff.items()) + ".")
 

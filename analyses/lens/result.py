@@ -31,8 +31,9 @@ DEFINITIONS = {
              "model's final output instead of p*",
     "position_mean": "position-only baseline: at each read position the mean p* of the "
                      "training rows at that position (the best prediction of p* in KL from "
-                     "the position alone; the overall mean where training had none); the same "
-                     "at every depth",
+                     "the position alone; the overall mean where training had none), or the "
+                     "overall mean wherever it predicts the training rows better left-one-out "
+                     "(position_baseline says which); the same at every depth",
     "trained": "the model analysed",
     "random_init": "its random-initialisation twin (interp.random_init_twin): the same "
                    "analysis, its own lenses fitted on its own residual stream, its own final "
@@ -108,6 +109,7 @@ class LensResult:
     decodable_depth: int | None
     posterior_depth: int | None
     answer_depth: dict[str, int | None]
+    position_baseline: str = "per-position mean"
     definitions: dict[str, str] = field(default_factory=lambda: dict(DEFINITIONS))
     ks: list[int] = field(default_factory=list)
     learned: LearnedCheck | None = None

@@ -145,12 +145,14 @@ def condition_scores(mc: interp.InterpModel, condition: str, data: LensData,
 
 
 def baseline_scores(data: LensData, rows: dict[str, np.ndarray], sites: list[str],
-                    cfg: LensConfig) -> list[LensScore]:
-    """The position-only baseline, scored at every depth like a lens (the same numbers)."""
-    q = position_mean(rows["train_position"], data.p_train, rows["test_position"])
-    one = lens_score("position_only", "position_mean", 0, "", np.log(np.maximum(q, 1e-300)),
-                     data.p_test, rows["test_final"], rows["test_index"], cfg.n_boot, cfg.seed)
-    return [LensScore(**{**asdict(one), "depth": L.site_depth(s), "site": s}) for s in sites]
+                    cfg: LensConfig) -> tuple[list[LensScore], str]:
+    """The position-only baseline, scored at every depth like a lens (the same numbers), and
+    which estimate it is (:func:`analyses.lens.scores.position_mean`)."""
+    q, how = position_mean(rows["train_position"], data.p_train, rows["test_position"])
+    one = lens_score("position_only", "position_mean", 0, "", np.log(q), data.p_test,
+                     rows["test_final"], rows["test_index"], cfg.n_boot, cfg.seed)
+    return [LensScore(**{**asdict(one), "depth": L.site_depth(s), "site": s})
+            for s in sites], how
 
 
 def run_lens(cfg: LensConfig, model: interp.InterpModel | None = None) -> LensResult:
@@ -181,7 +183,8 @@ def run_lens(cfg: LensConfig, model: interp.InterpModel | None = None) -> LensRe
                 trained_rows = rows
         bar.close()
         assert trained_rows is not None
-        scores += baseline_scores(data, trained_rows, sites, run)
+        base, how = baseline_scores(data, trained_rows, sites, run)
+        scores += base
         depths = [L.site_depth(s) for s in sites]
         res = LensResult(
             model=m.info.name, task=data.task, source=data.source, n_layers=m.n_layers,
@@ -195,7 +198,7 @@ def run_lens(cfg: LensConfig, model: interp.InterpModel | None = None) -> LensRe
                                          run.formed_bits),
             answer_depth={lens: stays_within(scores, depths, lens, "kl_final", run.formed_bits)
                           for lens in ("logit", "tuned")},
-            ks=data.ks, learned=learned, quick=cfg.quick,
+            position_baseline=how, ks=data.ks, learned=learned, quick=cfg.quick,
             wall_s=round(time.perf_counter() - t0, 2))
         _write(cfg, m, res)
         rd.finish()

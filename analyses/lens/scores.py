@@ -2,11 +2,14 @@
 and entropy error, per-prompt means with bootstrap intervals, the position-only baseline and
 the two depths the run reports (:data:`analyses.lens.result.DEFINITIONS`).
 
-Example:
+Example (positions that tell p* apart: their means; ones that do not: the overall mean):
     >>> import numpy as np
-    >>> p = np.array([[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]])
-    >>> position_mean(np.array([3, 3, 5]), p, np.array([3, 5, 7])).round(2).tolist()
-    [[0.7, 0.3], [0.2, 0.8], [0.53, 0.47]]
+    >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.2, 0.8], [0.1, 0.9]])
+    >>> q, how = position_mean(np.array([3, 3, 5, 5]), p, np.array([3, 5, 7]))
+    >>> q.round(2).tolist(), how
+    ([[0.85, 0.15], [0.15, 0.85], [0.5, 0.5]], 'per-position mean')
+    >>> position_mean(np.array([3, 5, 3, 5]), p, np.array([3]))[1]
+    'overall mean'
 """
 
 from __future__ import annotations
@@ -18,17 +21,45 @@ from ...probes import mean_interval
 from ...probes.bootstrap import excludes
 from .result import LensScore
 
+#: floor of a baseline probability (a value no training row at a position allowed)
+FLOOR = 1e-12
+
+
+def _loo_kl(p: np.ndarray, sums: np.ndarray, counts: np.ndarray) -> float:
+    """Mean KL(p_i ‖ mean of the other rows of its group) (bits): ``sums`` [N, K] and
+    ``counts`` [N] of each row's group, the row itself included; inf where it is alone."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = (sums - p) / (counts - 1)[:, None]
+    if (counts < 2).any():
+        return float("inf")
+    return float(kl_bits(p, np.maximum(q, FLOOR)).mean())
+
 
 def position_mean(train_pos: np.ndarray, train_p: np.ndarray, test_pos: np.ndarray,
-                  ) -> np.ndarray:
-    """The position-only baseline [N_test, K]: at each test row's position the mean of
-    ``train_p`` [N_train, K] over the training rows at that position (``train_pos``
-    [N_train]), the overall mean where there were none: the minimiser of the mean KL(p ‖ q)
-    over q for the rows of one position."""
-    train_p = np.asarray(train_p, dtype=np.float64)
-    overall = train_p.mean(0)
-    means = {int(q): train_p[train_pos == q].mean(0) for q in np.unique(train_pos)}
-    return np.stack([means.get(int(q), overall) for q in np.asarray(test_pos)])
+                  ) -> tuple[np.ndarray, str]:
+    """The position-only baseline [N_test, K] and which it is: at each test row's position
+    the mean of ``train_p`` [N_train, K] over the training rows at that position
+    (``train_pos`` [N_train]; the minimiser of their mean KL(p ‖ q)), or the overall mean
+    (where training had none at a position, or wherever the overall mean predicts the
+    training rows better, each left out of its own mean: few rows per position overfit),
+    floored at :data:`FLOOR` and renormalised."""
+    p = np.asarray(train_p, dtype=np.float64)
+    pos = np.asarray(train_pos)
+    keys, inv, counts = np.unique(pos, return_inverse=True, return_counts=True)
+    group_sums = np.zeros((len(keys), p.shape[1]))
+    np.add.at(group_sums, inv, p)
+    n = len(p)
+    overall = p.sum(0) / n
+    per = _loo_kl(p, group_sums[inv], counts[inv])
+    whole = _loo_kl(p, np.broadcast_to(p.sum(0), p.shape), np.full(n, n))
+    if per <= whole:
+        means = {int(k): group_sums[i] / counts[i] for i, k in enumerate(keys)}
+        q, how = np.stack([means.get(int(t), overall) for t in np.asarray(test_pos)]), \
+            "per-position mean"
+    else:
+        q, how = np.broadcast_to(overall, (len(test_pos), p.shape[1])), "overall mean"
+    q = np.maximum(q, FLOOR)
+    return q / q.sum(1, keepdims=True), how
 
 
 def row_scores(log_q: np.ndarray, p_star: np.ndarray, final: np.ndarray,
