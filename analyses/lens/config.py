@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from ...records import option, same_option
 from ...records.budget import DRAWS, PROMPTS, STEP_FLOOR_S, TOKEN_LIST, Cost
 from ...windtunnel.sula_config import SulaTaskConfig
-from ..kit.model_facts import TEXT, check_task, model_kind
+from ..kit.model_facts import TEXT, check_task, kind_of
 from ..kit.options import layers_option, model_option
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded, TwinSeeded
 
@@ -65,7 +65,7 @@ class LensConfig(LoadOptions, ModelOptions, Batched, Seeded, TwinSeeded, RunOpti
         the number of ks, so that every k gets as many)."""
         super().check()
         check_task(self, self.error)
-        if model_kind(self.model) == TEXT and self.task in (None, "sula"):
+        if kind_of(self) == TEXT and self.task in (None, "sula"):
             n = len(self.ks)
             if not n or min(self.ks) < 0 or len(set(self.ks)) != n:
                 raise self.error(f"--ks must be distinct non-negative integers, got "

@@ -116,3 +116,12 @@ def test_a_layer_a_tunnel_lacks_is_one_line(tmp_path, capsys):
 def test_sula_counts_must_split_evenly_over_ks(tmp_path):
     with pytest.raises(ExperimentError, match="multiple of 5"):
         LensConfig(out=tmp_path / "x", n_train=301).check()
+
+
+def test_an_open_wind_tunnel_is_not_held_to_sulas_counts(tmp_path):
+    from bayesgeom.analyses.kit.models import open_model
+
+    res = run_lens(LensConfig(out=tmp_path / "o", layers=(0,), **{**SMALL, "n_train": 7,
+                                                                   "n_test": 6, "steps": 2}),
+                   model=open_model(str(HMM)))
+    assert res.source == "wind tunnel" and res.n_train == 7
