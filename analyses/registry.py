@@ -16,7 +16,7 @@ from .kit.experiment import Experiment
 #: the experiment folders, in the order ``bayesgeom --help`` lists them
 FOLDERS = ("demo", "geometry", "compare", "sula", "steer", "sweep", "layer_geometry", "ablate",
            "frame_precision", "dynamics", "detect", "verify", "extrapolate", "monitor",
-           "stability", "patch")
+           "stability", "patch", "lens")
 
 #: the help line of each command group (``bayesgeom dynamics ...``)
 GROUPS = {"dynamics": "Paper II: gradient identities and EM-like training"}

@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from .analyses.geometry.config import GeometryConfig
     from .analyses.geometry.run import run_geometry
     from .analyses.kit.models import open_model
+    from .analyses.lens.config import LensConfig
+    from .analyses.lens.run import run_lens
     from .analyses.patch.config import PatchConfig
     from .analyses.patch.run import run_patch
     from .analyses.registry import experiments
@@ -77,6 +79,7 @@ __all__ = [
     "AddVector",
     "CompareConfig",
     "GeometryConfig",
+    "LensConfig",
     "PatchConfig",
     "ProjectOut",
     "ShiftAlong",
@@ -100,6 +103,7 @@ __all__ = [
     "records",
     "run_compare",
     "run_geometry",
+    "run_lens",
     "run_patch",
     "run_steer",
     "site_name",

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         ShiftAlong,
         intervene,
     )
+    from .lens import LogitLens, Translator, fit_translator, logit_lens
     from .loading import load
     from .model import InterpModel
     from .patch_cells import ModelShape, PatchCell, cell_grid, check_cells, check_pairs
@@ -104,6 +105,7 @@ __all__ = [
     "Intervention",
     "InterventionHandle",
     "KeepOnly",
+    "LogitLens",
     "ModelNotAvailableError",
     "ModelNotLoadedError",
     "ModelShape",
@@ -122,6 +124,7 @@ __all__ = [
     "SiteNotLocatedError",
     "StoreError",
     "StoreMismatchError",
+    "Translator",
     "UnknownSiteError",
     "UnsupportedArchitectureError",
     "VarianceMatchWarning",
@@ -138,10 +141,12 @@ __all__ = [
     "check_pairs",
     "combine_scores",
     "cumulative_bypass",
+    "fit_translator",
     "intervene",
     "kl_score",
     "load",
     "logit_diff_score",
+    "logit_lens",
     "patch_roles",
     "path_patch",
     "posterior_kl_score",

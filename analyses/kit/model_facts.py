@@ -72,6 +72,12 @@ def _kind_and_name(cfg: object) -> tuple[str, str]:
     return model_kind(spec), _model_name(spec)
 
 
+def kind_of(cfg: object) -> str:
+    """The kind of model a run of ``cfg`` reads: the model it was handed open
+    (:func:`check_with`), else the one ``cfg.model`` names (:func:`model_kind`)."""
+    return _kind_and_name(cfg)[0]
+
+
 def model_kind(spec: object) -> str:
     """:data:`WIND_TUNNEL` for a wind-tunnel run, saved model or checkpoint folder (read from
     its records alone: :func:`windtunnel.run_identity.is_windtunnel_dir`), else :data:`TEXT`

@@ -49,9 +49,15 @@ def _other_value(f: dataclasses.Field, opt: Any, tp: Any) -> tuple[Any, str]:
         return value, str(value)
     if tp is float:
         value = (default or 0.0) / 2 if default else 0.5
+        low = opt.above if opt.above is not None else opt.min
+        if low is not None and default and value <= low:  # halfway to the bound instead
+            value = (default + low) / 2
         return value, f"{value:g}"
     if typing.get_origin(tp) is tuple and typing.get_args(tp)[:1] == (str,):
         return ("a prompt",), "a prompt"
+    if typing.get_origin(tp) is tuple and typing.get_args(tp)[:1] == (int,) and default:
+        value = (*default, max(default) + 1)  # one more element, past the largest
+        return value, ",".join(map(str, value))
     raise AssertionError(f"no other value for {f.name} ({tp})")
 
 
