@@ -58,6 +58,8 @@ def _other_value(f: dataclasses.Field, opt: Any, tp: Any) -> tuple[Any, str]:
     if typing.get_origin(tp) is tuple and typing.get_args(tp)[:1] == (int,) and default:
         value = (*default, max(default) + 1)  # one more element, past the largest
         return value, ",".join(map(str, value))
+    if tp is Path:  # a file the option names (the check of its kind comes before reading it)
+        return Path("pairs.jsonl"), "pairs.jsonl"
     raise AssertionError(f"no other value for {f.name} ({tp})")
 
 

@@ -38,7 +38,10 @@ TYPOS: dict[str, tuple[str, str]] = {
     "presets": ("smal", "unknown presets smal"), "sites": ("attn.x.v", "unknown site 'attn.x.v'"),
     "separation_sets": ("cod,math", "unknown domain(s) cod"),
     "tasks": ("bijectoin", "unknown tasks bijectoin"),
+    "directions": ("denoisng", "--directions denoisng: give denoising, noising"),
 }
+#: (command, field) -> the same, where a command's field of that name holds other names
+TYPOS_OF = {("patch", "sites"): ("resid_pe", "--sites resid_pe: give distinct site kinds")}
 #: (command, field) of options that hold free text or paths, not names
 FREE = {("dynamics verify", "prompts"), *((c, f) for c in COMMANDS for f in (
     "device", "labels", "remap_labels", "revision", "run_dir"))}
@@ -61,6 +64,7 @@ NAMES = _name_options()
 
 def test_every_name_like_option_has_a_typo_case():
     missing = [(cmd, name) for cmd, name, _ in NAMES if name not in TYPOS
+               and (cmd, name) not in TYPOS_OF
                and (cmd, name) not in FREE]
     assert not missing, f"add a typo (TYPOS) or mark free text (FREE): {missing}"
     covered = {(cmd, name) for cmd, name, _ in NAMES}
@@ -81,7 +85,7 @@ def test_a_typo_is_one_line_before_anything_loads(cmd: str, name: str, flag: str
     monkeypatch.chdir(tmp_path)
     (tmp_path / "p.txt").write_text("hello\n")
     argv, _ = COMMANDS[cmd]
-    typo, says = TYPOS[name]
+    typo, says = TYPOS_OF.get((cmd, name)) or TYPOS[name]
     out: list[Any] = [] if cmd == "sample" else ["--out", "o"]
     line = _refused([*argv, flag, typo, *out], capsys)
     assert says in line, line
