@@ -62,3 +62,35 @@ def is_windtunnel_dir(path: Path) -> bool:
         return False
     return isinstance(c, dict) and ("bayesgeom_preset" in c
                                     or str(c.get("model_type")).startswith(OWN_MODEL_TYPES))
+
+
+def known_reads(spec: object) -> int | None:
+    """How many reads (prediction positions) a wind tunnel's task has, from the run record of
+    ``spec`` (a run folder, or its ``model`` folder or a checkpoint inside it): HMM, K;
+    bijection's separate-vocabulary layout, L; None where the record does not say.
+
+    Example:
+        >>> import tempfile, json, pathlib
+        >>> run = pathlib.Path(tempfile.mkdtemp())
+        >>> rec = {"experiment": EXPERIMENT, "task": {"task": "hmm", "K": 20}}
+        >>> _ = (run / RUN_RECORD).write_text(json.dumps(rec))
+        >>> known_reads(run), known_reads(run / "model"), known_reads(tempfile.mkdtemp())
+        (20, 20, None)
+    """
+    if not isinstance(spec, str | Path):
+        return None
+    folder = Path(spec).expanduser()
+    for d in (folder, *folder.parents[:2]):
+        kind, rec = record_kind(d)
+        if kind is None:
+            continue
+        task = rec.get("task") if kind == "run" and rec else None
+        if not isinstance(task, dict):
+            return None
+        if task.get("task") == "hmm" and isinstance(task.get("K"), int):
+            return int(task["K"])
+        if task.get("task") == "bijection" and task.get("layout") == "sepvocab" \
+                and isinstance(task.get("L"), int):
+            return int(task["L"])
+        return None
+    return None

@@ -19,6 +19,7 @@ from ...interp.patch_cells import PATCH_KINDS, ModelShape, cell_grid
 from ...records import option
 from ...records.budget import DRAWS, SEQUENCES, TOKENS
 from ...windtunnel.patch_kinds import PAIR_KS
+from ...windtunnel.run_identity import known_reads
 from ..kit.model_facts import TEXT, WIND_TUNNEL, model_kind
 from ..kit.options import comma_words, layers_option, word_pair
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded, TwinSeeded
@@ -224,31 +225,4 @@ def tunnel_shape(spec: object) -> tuple[str, ModelShape] | None:
             kv = data.get("num_key_value_heads") if data else None
             return str(spec), ModelShape(int(preset["n_layer"]), n,
                                          int(kv) if isinstance(kv, int) else n)
-    return None
-
-
-def known_reads(spec: object) -> int | None:
-    """How many reads (prediction positions) a wind tunnel's task has, from its run record
-    (HMM: K; bijection's separate-vocabulary layout: L); None where it is not read here.
-
-    Example:
-        >>> import tempfile, pathlib
-        >>> run = pathlib.Path(tempfile.mkdtemp())
-        >>> _ = (run / "run.json").write_text('{"task": {"task": "hmm", "K": 20}}')
-        >>> known_reads(run), known_reads(tempfile.mkdtemp())
-        (20, None)
-    """
-    if not isinstance(spec, str | Path):
-        return None
-    folder = Path(spec).expanduser()
-    for d in (folder, *folder.parents[:2]):
-        rec = _json(d / "run.json")
-        task = rec.get("task") if rec else None
-        if isinstance(task, dict):
-            if task.get("task") == "hmm" and isinstance(task.get("K"), int):
-                return int(task["K"])
-            if task.get("task") == "bijection" and task.get("layout") == "sepvocab" \
-                    and isinstance(task.get("L"), int):
-                return int(task["L"])
-            return None
     return None

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from bayesgeom.analyses.cli import main
-from bayesgeom.analyses.patch.config import PatchConfig, known_reads, tunnel_shape
+from bayesgeom.analyses.patch.config import PatchConfig, tunnel_shape
+from bayesgeom.windtunnel.run_identity import known_reads
 from bayesgeom.analyses.patch.pairs_file import read_pairs_file, token_problem
 from bayesgeom.interp.patch_cells import ModelShape
 
