@@ -12,9 +12,9 @@ import pytest
 
 from bayesgeom.analyses.cli import main
 from bayesgeom.analyses.patch.config import PatchConfig, tunnel_shape
-from bayesgeom.windtunnel.run_identity import known_reads
 from bayesgeom.analyses.patch.pairs_file import read_pairs_file, token_problem
 from bayesgeom.interp.patch_cells import ModelShape
+from bayesgeom.windtunnel.run_identity import known_reads
 
 ROOT = Path(__file__).resolve().parents[3]
 BIJ = str(ROOT / "tunnels" / "bijection-v20")
