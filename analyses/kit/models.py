@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -24,6 +25,8 @@ from ... import interp
 from ...interp.loading import parse_dtype
 from ...windtunnel import is_windtunnel_dir, load_run
 from ...windtunnel.runs import find_run
+from .errors import ExperimentError
+from .model_facts import check_with
 
 
 def open_model(spec: str | Path | interp.InterpModel | None = None, *,
@@ -70,3 +73,17 @@ def twin_seed(spec: str | Path | interp.InterpModel | None, explicit: int | None
         return int(fallback)
     rec = find_run(Path(str(spec)).expanduser())
     return int(rec.seed) if rec is not None and isinstance(rec.seed, int) else int(fallback)
+
+
+def model_of(cfg: Any, model: interp.InterpModel | None, hf_for: str | None = None,
+             ) -> interp.InterpModel:
+    """The model a run reads: ``model`` when given (its kind and layers checked against
+    ``cfg``'s options, :func:`kit.model_facts.check_with`), else ``cfg.model`` opened at
+    ``cfg.dtype`` (``cfg.allow_pickle``). ``hf_for``: the work that needs the ``hf`` backend
+    (hooks on the HF modules), named in the one line that refuses another backend."""
+    check_with(cfg, model)
+    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
+                                                   allow_pickle=cfg.allow_pickle)
+    if hf_for is not None and m.info.backend != "hf":
+        raise ExperimentError(f"{hf_for} needs the 'hf' backend (hooks on the HF modules)")
+    return m

@@ -40,8 +40,7 @@ from ...records.progress import tqdm
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
-from ..kit.model_facts import check_with
-from ..kit.models import open_model, twin_seed
+from ..kit.models import model_of, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
 from ..prompts.sula import pick_labels, sula_prompts
@@ -159,11 +158,9 @@ def run_lens(cfg: LensConfig, model: interp.InterpModel | None = None) -> LensRe
     """Run the analysis (module doc); write table.parquet (one row per condition x lens x
     depth), summary.json, manifest.json and report.html under ``cfg.out``."""
     expect_config(cfg, LensConfig, "run_lens")
-    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
     run = cfg.sized()
-    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
-                                                   allow_pickle=cfg.allow_pickle)
+    m = model_of(cfg, model)  # an open model's kind and layers, not cfg.model's
     data = lens_data(m, run)
     layers = sorted(set(interp.resolve_layers(cfg.layers, m.n_layers)) | {m.n_layers - 1})
     sites = L.lens_sites(m, layers)

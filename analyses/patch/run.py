@@ -41,8 +41,7 @@ from ...records.budget import check_time
 from ...windtunnel.learned import LearnedCheck
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
-from ..kit.model_facts import check_with
-from ..kit.models import open_model, twin_seed
+from ..kit.models import model_of, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
 from .config import PatchConfig
@@ -67,13 +66,9 @@ def run_patch(cfg: PatchConfig, model: interp.InterpModel | None = None) -> Patc
     """Run the experiment (module doc); write table.parquet, attribution.parquet,
     summary.json, manifest.json and report.html under ``cfg.out``; return the result."""
     expect_config(cfg, PatchConfig, "run_patch")
-    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
-    cfg = cfg.sized()
     t0 = time.perf_counter()
-    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
-                                                   allow_pickle=cfg.allow_pickle)
-    if m.info.backend != "hf":
-        raise ExperimentError("patching needs the 'hf' backend (hooks on the HF modules)")
+    m = model_of(cfg, model, "patching")  # an open model's kind and layers, not cfg.model's
+    cfg = cfg.sized()
     pairs = make_pairs(cfg, m)
     cells = grid_cells(m, cfg, pairs.positions, min(pairs.evidence.length,
                                                     pairs.null.length if pairs.null else 10**9))

@@ -60,8 +60,7 @@ from ...windtunnel.learned import LearnedCheck
 from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
-from ..kit.model_facts import check_with
-from ..kit.models import open_model
+from ..kit.models import model_of
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
 from ..prompts.sula import model_posterior_prompts
@@ -121,13 +120,9 @@ def run_steer(cfg: SteerConfig, model: interp.InterpModel | None = None,
     """Run the experiment (module doc); write table/effects/summary/manifest/report under
     ``cfg.out`` and return the typed result."""
     expect_config(cfg, SteerConfig, "run_steer")
-    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
-    cfg = cfg.sized()
     t0 = time.perf_counter()
-    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
-                                                   allow_pickle=cfg.allow_pickle)
-    if m.info.backend != "hf":
-        raise ExperimentError("steering needs the 'hf' backend (hooks on the HF modules)")
+    m = model_of(cfg, model, "steering")  # an open model's kind and layers, not cfg.model's
+    cfg = cfg.sized()
     try:
         layers = interp.resolve_layers(cfg.layers, m.n_layers)
     except interp.InterpError as e:

@@ -97,9 +97,9 @@ def test_quick_says_it_is_not_a_result(text_models, tmp_path, capsys):
 ])
 def test_bad_input_is_one_line_before_the_model_loads(model, argv, message, tmp_path, capsys,
                                                        monkeypatch):
-    import bayesgeom.analyses.lens.run as run_module
+    import bayesgeom.analyses.kit.models as models  # run_lens opens through kit.models.model_of
 
-    monkeypatch.setattr(run_module, "open_model", lambda *a, **k: pytest.fail("model loaded"))
+    monkeypatch.setattr(models, "open_model", lambda *a, **k: pytest.fail("model loaded"))
     assert main(["lens", "--model", model, "--out", str(tmp_path / "x"), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1

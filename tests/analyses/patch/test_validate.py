@@ -24,10 +24,10 @@ HMM = str(ROOT / "tunnels" / "hmm-k20")
 @pytest.fixture
 def no_model(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every way the run opens a model replaced by a recorder (nothing may be called)."""
-    import bayesgeom.analyses.patch.run as run
+    import bayesgeom.analyses.kit.models as models  # run_patch opens through kit.models.model_of
 
     called: list[str] = []
-    monkeypatch.setattr(run, "open_model", lambda *a, **k: called.append("open_model"))
+    monkeypatch.setattr(models, "open_model", lambda *a, **k: called.append("open_model"))
     return called
 
 
