@@ -69,3 +69,29 @@ def die_at(step: int):
             raise Killed
 
     return die
+
+
+def tiny_train_config(**kw):
+    """A ``TrainConfig`` for the tiny bijection tunnel that trains in a second or two (40 steps,
+    checkpoints every 10); ``kw`` overrides any field."""
+    from bayesgeom.windtunnel.train_config import TrainConfig
+
+    base = dict(task="bijection", task_params={"V": 6}, preset="tiny", steps=40, batch_size=32,
+                lr=5e-3, warmup_steps=5, eval_every=20, eval_size=64, final_eval_size=128,
+                log_every=10, ckpt_every=10)
+    return TrainConfig(**{**base, **kw})
+
+
+def assert_left_padding_ignored(model, ids, pad: int = 3) -> None:
+    """``model`` [1, T] ``ids`` left-padded by ``pad`` tokens, with the mask and positions counted
+    from it, gives the unpadded logits at the real tokens."""
+    import torch
+
+    zeros = torch.zeros(1, pad, dtype=torch.long)
+    padded = torch.cat([zeros, ids], 1)
+    mask = torch.cat([zeros, torch.ones_like(ids)], 1)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        ref = model(ids).logits
+        out = model(padded, attention_mask=mask, position_ids=pos).logits[:, pad:]
+    torch.testing.assert_close(out, ref)

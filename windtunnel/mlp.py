@@ -16,16 +16,15 @@ to well within ±2 %, with round(1.5 × the preset's depth) blocks. Their config
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import PretrainedConfig, PreTrainedModel
+from transformers import PretrainedConfig
 from transformers.modeling_outputs import CausalLMOutput
 
 from .arch_spec import ArchSpec, SavedModelSpec
 from .task import TaskConfigError, TokenTask
+from .tied_lm import TiedEmbeddingLM
 from .transformer import get_preset, transformer_params
 
 
@@ -65,12 +64,11 @@ class _Block(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln(x))))
 
 
-class WindTunnelMLP(PreTrainedModel):
+class WindTunnelMLP(TiedEmbeddingLM):
     """Logits [B, T, vocab] for ids [B, T]; ``hidden_states`` follow HF (last is post-norm)."""
 
     config_class = WindTunnelMLPConfig
     base_model_prefix = "mlp"
-    _tied_weights_keys: ClassVar[dict[str, str]] = {"lm_head.weight": "embed.weight"}
 
     def __init__(self, config: WindTunnelMLPConfig):
         super().__init__(config)
@@ -87,21 +85,6 @@ class WindTunnelMLP(PreTrainedModel):
         self.norm = nn.LayerNorm(c.width)
         self.lm_head = nn.Linear(c.width, c.vocab_size, bias=False)
         self.post_init()
-
-    def _init_weights(self, module: nn.Module) -> None:
-        if isinstance(module, nn.Linear | nn.Embedding):
-            nn.init.normal_(module.weight, std=0.02)
-            if getattr(module, "bias", None) is not None:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.LayerNorm):
-            nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
-
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.embed
-
-    def get_output_embeddings(self) -> nn.Linear:
-        return self.lm_head
 
     def forward(
         self,

@@ -27,11 +27,12 @@ from typing import Any, ClassVar
 
 import torch
 from torch import nn
-from transformers import PretrainedConfig, PreTrainedModel
+from transformers import PretrainedConfig
 from transformers.modeling_outputs import CausalLMOutput
 
 from .arch_spec import ArchSpec, SavedModelSpec, widths_to
 from .task import TokenTask
+from .tied_lm import TiedEmbeddingLM
 from .transformer import get_preset, transformer_params
 
 
@@ -97,13 +98,12 @@ class LSTMLayer(nn.Module):
         return _pad_aligned(out, shift) * mask[:, :, None].to(out.dtype)
 
 
-class WindTunnelLSTM(PreTrainedModel):
+class WindTunnelLSTM(TiedEmbeddingLM):
     """Logits [B, T, vocab] for ids [B, T]; ``hidden_states`` follow HF (the embedding output,
     then every layer's output, the last one after the final norm)."""
 
     config_class = WindTunnelLSTMConfig
     base_model_prefix = "lstm"
-    _tied_weights_keys: ClassVar[dict[str, str]] = {"lm_head.weight": "embed.weight"}
 
     def __init__(self, config: WindTunnelLSTMConfig):
         super().__init__(config)
@@ -115,23 +115,17 @@ class WindTunnelLSTM(PreTrainedModel):
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.post_init()
 
+    #: the head shares the embedding's weight: drawn once, as the embedding
+    normal_init: ClassVar[tuple[type[nn.Module], ...]] = (nn.Embedding,)
+
     def _init_weights(self, module: nn.Module) -> None:
-        if isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=0.02)
-        elif isinstance(module, nn.LSTM):
+        if isinstance(module, nn.LSTM):
             # torch's own LSTM initialisation, U(-1/sqrt(d), 1/sqrt(d)), drawn afresh
             bound = 1.0 / math.sqrt(module.hidden_size)
             for p in module.parameters():
                 nn.init.uniform_(p, -bound, bound)
-        elif isinstance(module, nn.LayerNorm):
-            nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
-
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.embed
-
-    def get_output_embeddings(self) -> nn.Linear:
-        return self.lm_head
+        else:
+            super()._init_weights(module)
 
     def forward(
         self,

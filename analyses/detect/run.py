@@ -31,8 +31,7 @@ from ...records.progress import tqdm
 from ...windtunnel.seeds import Purpose, stream
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
-from ..kit.model_facts import check_with
-from ..kit.models import open_model, twin_seed
+from ..kit.models import heads_model_of, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
 from ..prompts.corpora import CorpusPaths, read_common_licenses, read_python_stdlib
@@ -95,11 +94,8 @@ def run_detect(cfg: DetectConfig, model: interp.InterpModel | None = None) -> De
     """Run the detector (module doc); write table.parquet, summary.json, manifest.json and
     report.html under ``cfg.out``."""
     expect_config(cfg, DetectConfig, "run_detect")
-    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
-    m = model if model is not None else open_model(cfg.model)
-    if m.modules.adapter.attention is None:
-        raise ExperimentError(f"{m.info.name} has no attention heads: no key frame to detect")
+    m = heads_model_of(cfg, model, ": no key frame to detect")
     layers = interp.resolve_layers(cfg.layers, m.n_layers)
     tokens, frame_ids, frame = frame_inputs(m, cfg)
     if len(frame_ids) < 3:

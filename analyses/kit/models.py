@@ -82,8 +82,19 @@ def model_of(cfg: Any, model: interp.InterpModel | None, hf_for: str | None = No
     ``cfg.dtype`` (``cfg.allow_pickle``). ``hf_for``: the work that needs the ``hf`` backend
     (hooks on the HF modules), named in the one line that refuses another backend."""
     check_with(cfg, model)
-    m = model if model is not None else open_model(cfg.model, dtype=cfg.dtype,
-                                                   allow_pickle=cfg.allow_pickle)
+    m = model if model is not None else open_model(
+        cfg.model, dtype=getattr(cfg, "dtype", None),
+        allow_pickle=getattr(cfg, "allow_pickle", False))
     if hf_for is not None and m.info.backend != "hf":
         raise ExperimentError(f"{hf_for} needs the 'hf' backend (hooks on the HF modules)")
+    return m
+
+
+def heads_model_of(cfg: Any, model: interp.InterpModel | None, why: str,
+                   ) -> interp.InterpModel:
+    """:func:`model_of` for a run that reads attention heads; a model without them (an LSTM,
+    Mamba, an MLP) is one line ending in ``why`` (``" to verify"``)."""
+    m = model_of(cfg, model)
+    if m.modules.adapter.attention is None:
+        raise ExperimentError(f"{m.info.name} has no attention heads{why}")
     return m

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ...windtunnel import PosteriorPrompts, SulaError, TaskConfigError, make_task
-from ...windtunnel.sula import CARRIER_WORDS, LABEL_CANDIDATES, cvc_words
+from ...windtunnel.sula import ALPHA, CARRIER_WORDS, KS, LABEL_CANDIDATES, cvc_words
 
 #: a context word the label follows in every prompt (used for the single-token check)
 PROBE_CONTEXT = "good:"
@@ -102,21 +102,32 @@ def sula_prompts(condition: str, *, ks: Sequence[int], n_per_k: int,
     return pp.with_token_ids([ids[w] for w in pp.hyp_words or ()])
 
 
-def model_posterior_prompts(model: Any, *, task: str | None, n_prompts: int, seed: int,
-                            labels: tuple[str, str] | None, n_per_k: int, sula_seed: int,
-                            ks: Sequence[int], alpha: float) -> PosteriorPrompts:
-    """A model's posterior prompts: its own task's (``n_prompts`` at ``seed``) for a wind
-    tunnel, SULA's main condition (``n_per_k`` per k) for a text model. A task the model cannot
-    run is a one-line :class:`windtunnel.TaskConfigError`."""
+class PromptOptions(Protocol):
+    """The prompt options of an experiment's config (``steer``, ``verify``)."""
+
+    task: str | None
+    n_prompts: int
+    seed: int
+    labels: tuple[str, str] | None
+    n_per_k: int
+    sula_seed: int
+
+
+def model_posterior_prompts(model: Any, opts: PromptOptions, *, ks: Sequence[int] = KS,
+                            alpha: float = ALPHA) -> PosteriorPrompts:
+    """A model's posterior prompts: its own task's (``opts.n_prompts`` at ``opts.seed``) for a
+    wind tunnel, SULA's main condition (``opts.n_per_k`` per k of ``ks``) for a text model. A
+    task the model cannot run is a one-line :class:`windtunnel.TaskConfigError`."""
+    task = opts.task
     if model.task is not None:
         name = model.task.name
         if task not in (None, name):
             raise TaskConfigError(f"this wind-tunnel model was trained on {name!r}; it cannot "
                                   f"run task {task!r} (use --task {name} or leave it out)")
-        return model.task.posterior_prompts(n_prompts, seed)
+        return model.task.posterior_prompts(opts.n_prompts, opts.seed)
     if task not in (None, "sula"):
         raise TaskConfigError(f"task {task!r} needs a wind-tunnel model trained on it; text "
                               "models run the in-context task 'sula'")
-    lab, rem, ids = pick_labels(model.tokenizer, labels)
-    return sula_prompts("main", ks=ks, n_per_k=n_per_k, alpha=alpha, seed=sula_seed,
+    lab, rem, ids = pick_labels(model.tokenizer, opts.labels)
+    return sula_prompts("main", ks=ks, n_per_k=opts.n_per_k, alpha=alpha, seed=opts.sula_seed,
                         labels=lab, remap_labels=rem, ids=ids)

@@ -57,7 +57,6 @@ from ...records.budget import check_time
 from ...records.progress import tqdm
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.learned import LearnedCheck
-from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
 from ..kit.models import model_of
@@ -84,9 +83,7 @@ def posterior_prompts(cfg: SteerConfig, model: interp.InterpModel) -> PosteriorP
     """The experiment's prompts: SULA (main condition) for a text model, the model's own task
     for a wind tunnel."""
     try:
-        return model_posterior_prompts(model, task=cfg.task, n_prompts=cfg.n_prompts,
-                                       seed=cfg.seed, labels=cfg.labels, n_per_k=cfg.n_per_k,
-                                       sula_seed=cfg.sula_seed, ks=KS, alpha=ALPHA)
+        return model_posterior_prompts(model, cfg)
     except TaskConfigError as e:
         raise ExperimentError(str(e)) from e
 

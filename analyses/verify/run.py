@@ -62,11 +62,9 @@ from ...probes.multiple_testing import holm
 from ...probes.null_test import null_test
 from ...records.options import expect_config
 from ...windtunnel import PosteriorPrompts, TaskConfigError
-from ...windtunnel.sula import ALPHA, KS
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
-from ..kit.model_facts import check_with
-from ..kit.models import open_model, twin_seed
+from ..kit.models import heads_model_of, twin_seed
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
 from ..prompts.sula import model_posterior_prompts
@@ -76,9 +74,7 @@ from .result import AttentionConsistency, HeadTracking, MaxControl, OutputScore,
 
 def prompts_for(m: interp.InterpModel, cfg: VerifyConfig) -> PosteriorPrompts:
     try:
-        return model_posterior_prompts(m, task=cfg.task, n_prompts=cfg.n_prompts,
-                                       seed=cfg.seed, labels=cfg.labels, n_per_k=cfg.n_per_k,
-                                       sula_seed=cfg.sula_seed, ks=KS, alpha=ALPHA)
+        return model_posterior_prompts(m, cfg)
     except TaskConfigError as e:
         raise ExperimentError(str(e)) from e
 
@@ -254,11 +250,8 @@ def run_verify(cfg: VerifyConfig,
     """Run the verifier (module doc); write heads.parquet, groups.parquet, summary.json,
     manifest.json and report.html under ``cfg.out``."""
     expect_config(cfg, VerifyConfig, "run_verify")
-    check_with(cfg, model)  # an open model's kind and layers, not cfg.model's
     t0 = time.perf_counter()
-    m = model if model is not None else open_model(cfg.model)
-    if m.modules.adapter.attention is None:
-        raise ExperimentError(f"{m.info.name} has no attention heads to verify")
+    m = heads_model_of(cfg, model, " to verify")  # an open one: its kind and layers checked
     layers = interp.resolve_layers(cfg.layers, m.n_layers)
     pp = prompts_for(m, cfg)
     with claim(cfg, m) as rd:

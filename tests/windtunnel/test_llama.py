@@ -25,6 +25,8 @@ from bayesgeom.windtunnel.llama import (
 from bayesgeom.windtunnel.training import TrainConfig, train
 from bayesgeom.windtunnel.transformer import get_preset, transformer_params
 
+from ..conftest import assert_left_padding_ignored
+
 PAPER_PARAMS = 2_677_440  # spec §1.5: the bijection production model
 LLAMA_ARCHS = {"llama": "learned", "llama-rope": "rope", "llama-nope": "nope",
                "llama-alibi": "alibi", "llama-bam": "bam", "llama-bam-ssmax": "bam"}
@@ -133,16 +135,7 @@ def test_left_padding_with_positions_from_the_mask_equals_unpadded(arch):
         for name, p in m.named_parameters():  # a prior that is not NoPE, an SSMax that is not 1
             if "theta" in name or "ssmax" in name:
                 p.uniform_(0.5, 1.5)
-    ids = t.sample(1, 0).input_ids[:, :7]
-    pad = 3
-    mask = torch.cat([torch.zeros(1, pad, dtype=torch.long), torch.ones(1, 7, dtype=torch.long)],
-                     1)
-    padded = torch.cat([torch.zeros(1, pad, dtype=torch.long), ids], 1)
-    pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    with torch.no_grad():
-        ref = m(ids).logits
-        out = m(padded, attention_mask=mask, position_ids=pos).logits[:, pad:]
-    torch.testing.assert_close(out, ref)
+    assert_left_padding_ignored(m, t.sample(1, 0).input_ids[:, :7])
 
 
 def test_saves_and_loads_through_auto_classes_with_eager_attention(tmp_path):

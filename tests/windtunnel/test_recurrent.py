@@ -17,6 +17,8 @@ from bayesgeom.windtunnel.recurrent import WindTunnelLSTM, WindTunnelLSTMConfig,
 from bayesgeom.windtunnel.training import TrainConfig, train
 from bayesgeom.windtunnel.transformer import transformer_params
 
+from ..conftest import assert_left_padding_ignored
+
 TASKS = {"bijection": {"V": 20}, "hmm": {}}
 
 
@@ -43,16 +45,7 @@ def test_authors_lstm_size():
 def test_lstm_left_padding_equals_unpadded():
     t = make_task("bijection", V=6)
     m = build_model(t, "lstm", "tiny", seed=1).eval()
-    ids = torch.randint(0, t.vocab_size, (1, 7))
-    pad = 3
-    padded = torch.cat([torch.zeros(1, pad, dtype=torch.long), ids], 1)
-    mask = torch.cat([torch.zeros(1, pad, dtype=torch.long), torch.ones(1, 7, dtype=torch.long)],
-                     1)
-    pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    with torch.no_grad():
-        ref = m(ids).logits
-        out = m(padded, attention_mask=mask, position_ids=pos).logits[:, pad:]
-    torch.testing.assert_close(out, ref)
+    assert_left_padding_ignored(m, torch.randint(0, t.vocab_size, (1, 7)))
 
 
 def test_lstm_saves_and_loads_through_auto_classes(tmp_path):

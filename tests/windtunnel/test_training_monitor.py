@@ -19,14 +19,7 @@ from bayesgeom.windtunnel.task import TaskConfigError
 from bayesgeom.windtunnel.training import TrainConfig, task_loss, train
 
 from ..conftest import Killed, die_at
-
-
-def _cfg(**kw) -> TrainConfig:
-    base = dict(task="bijection", task_params={"V": 6}, preset="tiny", steps=40, batch_size=32,
-                lr=5e-3, warmup_steps=5, eval_every=20, eval_size=64, final_eval_size=128,
-                log_every=10, ckpt_every=10)
-    base.update(kw)
-    return TrainConfig(**base)
+from ..conftest import tiny_train_config as _cfg
 
 
 class WeightMonitor:

@@ -19,7 +19,7 @@ from bayesgeom.windtunnel import make_token_task
 from bayesgeom.windtunnel.architectures import build_model
 from bayesgeom.windtunnel.training import TrainConfig, task_loss, train
 
-from ....conftest import Killed, die_at
+from ....conftest import Killed, die_at, tiny_train_config
 
 
 def _step_on_attention(layer: int, sign: float) -> dict[str, float]:
@@ -58,11 +58,7 @@ def test_a_descent_step_on_a_heads_own_weights_follows_the_routing_law(layer):
 
 
 def _cfg(**kw) -> TrainConfig:
-    base = dict(task="bijection", task_params={"V": 6}, preset="tiny", steps=30, batch_size=32,
-                lr=5e-3, warmup_steps=5, eval_every=15, eval_size=64, final_eval_size=128,
-                log_every=10, ckpt_every=10)
-    base.update(kw)
-    return TrainConfig(**base)
+    return tiny_train_config(**{"steps": 30, "eval_every": 15, **kw})
 
 
 def test_the_monitor_changes_nothing_of_training_and_resumes_bit_for_bit(tmp_path):
