@@ -199,8 +199,8 @@ def capture(
     only the k-th of n contiguous runs of whole shards (:func:`records.shard_bounds`; shards
     of at most ⌈prompts / n⌉ prompts unless ``prompts_per_shard`` is given), each shard's
     rows exactly those the whole capture writes there (the same batches), so that n workers'
-    parts merge into it (:func:`interp.store_parts.merge_parts`). Returns the :class:`ActivationStore`; its
-    rows are prompt-major, then position order.
+    parts merge into it (:func:`interp.store_parts.merge_parts`). Returns the
+    :class:`ActivationStore`; its rows are prompt-major, then position order.
 
     Example (a name is refused: load the model first):
         >>> from bayesgeom import interp

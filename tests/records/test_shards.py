@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -13,7 +15,7 @@ from bayesgeom.records import concat_rows, part_fingerprint, part_name, shard_bo
 def test_shards_tile_the_items_in_order_on_whole_units(n, k, unit):
     bounds = shard_bounds(n, k, unit)
     assert bounds[0][0] == 0 and bounds[-1][1] == n
-    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
     assert all(hi > lo for lo, hi in bounds) and len(bounds) == min(k, -(-n // unit))
     assert all(lo % unit == 0 for lo, _ in bounds)
     units = [-(-(hi - lo) // unit) for lo, hi in bounds]
