@@ -9,7 +9,7 @@ Example:
     >>> try:
     ...     check_workers(2, ("cuda:0",), 75, "prompts per set", ValueError)
     ... except ValueError as e:
-    ...     print(str(e)[:47])
+    ...     print(str(e)[:48])
     --devices names 1 device for 2 workers; give one
 """
 
