@@ -63,6 +63,8 @@ INDEX_FIELDS = ("prompt_index", "position", "token_id", "entropy_bits")
 MANIFEST = "manifest.json"
 PROMPTS = "prompts.parquet"
 SHARDS = "shards"
+#: where the workers of a data-parallel capture keep their parts until they are merged
+PARTS = "parts"
 #: what to do about a damaged store
 DAMAGED = "the store is damaged; capture it again into a new --out (or delete the folder)"
 
@@ -243,7 +245,7 @@ def check_store_dir(path: str | Path) -> None:
     path = Path(path)
     _refuse_other_runs(path)
     if path.is_dir() and not (path / MANIFEST).exists():
-        others = [p.name for p in path.iterdir() if p.name not in (LOCK, OWNER)]
+        others = [p.name for p in path.iterdir() if p.name not in (LOCK, OWNER, PARTS)]
         if others:
             raise StoreMismatchError(f"{path} is not empty and is not an activation store "
                                      f"(it holds {', '.join(sorted(others)[:3])}); choose "
@@ -283,7 +285,8 @@ class ShardWriter:
     same capture (``identity``) and reports which shards are already done."""
 
     def __init__(self, path: Path, identity: dict[str, Any], n_shards: int,
-                 prompts: pd.DataFrame, restart: bool = False):
+                 prompts: pd.DataFrame, restart: bool = False,
+                 part_shards: tuple[int, int] | None = None):
         self.path = path
         _refuse_other_runs(path)
         if (path / MANIFEST).exists():
@@ -305,6 +308,8 @@ class ShardWriter:
             self.manifest = {"format": FORMAT, "complete": False, "identity": identity,
                              "sites": identity["sites"], "positions": identity["positions"],
                              "n_shards": n_shards, "shards": []}
+            if part_shards is not None:  # one worker's part: shard indices [a, b)
+                self.manifest["part_shards"] = list(part_shards)
             write_table(path / PROMPTS, prompts)
             write_json(path / MANIFEST, self.manifest)
 

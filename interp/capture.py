@@ -33,7 +33,7 @@ import torch
 
 from ..infotheory import entropy_bits_from_logits
 from ..infotheory.measures import CHUNK_ELEMENTS
-from ..records import hold, run_manifest
+from ..records import hold, run_manifest, shard_bounds
 from ..records.progress import tqdm
 from .activation_store import ActivationStore, ShardWriter
 from .errors import InterpError, ModelNotLoadedError, NonFiniteActivationError
@@ -183,6 +183,7 @@ def capture(
     seed: int = 0,
     restart: bool = False,
     entropy: bool = True,
+    part: tuple[int, int] | None = None,
 ) -> ActivationStore:
     """Capture ``sites`` at ``positions`` for every prompt.
 
@@ -194,8 +195,12 @@ def capture(
     ``out``: stream to this directory (resumes an interrupted capture; a different capture
     there is refused unless ``restart``, which starts it over) instead of keeping rows in
     memory. ``entropy``: record next-token entropy at each captured row (else NaN, and no
-    logits beyond the last position are computed). Returns the :class:`ActivationStore`; its
-    rows are prompt-major, then position order.
+    logits beyond the last position are computed). ``part=(k, n)`` (with ``out``): capture
+    only the k-th of n contiguous runs of whole shards (:func:`records.shard_bounds`; shards
+    of at most ⌈prompts / n⌉ prompts unless ``prompts_per_shard`` is given), each shard's
+    rows exactly those the whole capture writes there (the same batches), so that n workers'
+    parts merge into it (:func:`interp.store_parts.merge_parts`). Returns the
+    :class:`ActivationStore`; its rows are prompt-major, then position order.
 
     Example (a name is refused: load the model first):
         >>> from bayesgeom import interp
@@ -232,7 +237,10 @@ def capture(
     n = len(tokens)
     per_shard = n if out is None else prompts_per_shard or _auto_prompts_per_shard(
         m, site_list, spec, lengths, batch_size, torch.finfo(sdt).bits // 8)
+    if part is not None and prompts_per_shard is None:
+        per_shard = min(per_shard, -(-n // part[1]))
     n_shards = math.ceil(n / per_shard)
+    shard_range = _part_shards(part, n_shards, out)
     identity = {
         "model": m.info.name, "revision": m.info.revision, "model_dtype": m.info.dtype,
         "backend": m.info.backend, "sites": [s.name for s in site_list],
@@ -240,18 +248,20 @@ def capture(
         "prompts_sha256": prompts_sha256(tokens, texts), "n_prompts": n,
         "prompts_per_shard": per_shard, "store_dtype": str(sdt).removeprefix("torch."),
         **_entropy_over(entropy_slice(m), entropy),
+        **({} if part is None else {"part": list(part)}),
     }
     prompt_table = pd.DataFrame({"prompt_index": range(n),
                                  "text": texts if texts is not None else [None] * n,
                                  "n_tokens": lengths})
     hold_out = contextlib.nullcontext() if out is None else hold(out)
     with hold_out:
-        writer = None if out is None else ShardWriter(Path(out), identity, n_shards,
-                                                      prompt_table, restart)
+        writer = None if out is None else ShardWriter(
+            Path(out), identity, len(shard_range), prompt_table, restart,
+            None if part is None else (shard_range.start, shard_range.stop))
         rows = _Rows(sdt, check_finite, pattern_width=max(lengths), entropy_ids=entropy_slice(m),
                      entropy=entropy)
         tensors, row_shapes = _run(m, tokens, lengths, site_list, spec, (per_shard, n_shards),
-                                   rows, writer, progress, batch_size)
+                                   rows, writer, progress, batch_size, shard_range)
         extra = {"sites": identity["sites"], "positions": identity["positions"],
                  "entropy_over": identity["entropy_over"],
                  "entropy_ids": identity["entropy_ids"], "model": m.info.to_dict(),
@@ -265,15 +275,32 @@ def capture(
     return ActivationStore(manifest, tensors=tensors, prompts=prompt_table)
 
 
+def _part_shards(part: tuple[int, int] | None, n_shards: int, out: object) -> range:
+    """The shard indices a capture runs: all, or those of ``part`` (k, n)."""
+    if part is None:
+        return range(n_shards)
+    k, n_parts = part
+    if out is None:
+        raise InterpError("part= needs out= (a part is a disk store merged afterwards)")
+    if not (isinstance(k, int) and isinstance(n_parts, int) and 0 <= k < n_parts):
+        raise InterpError(f"part must be (k, n) with 0 <= k < n, got {part!r}")
+    bounds = shard_bounds(n_shards, n_parts)
+    if k >= len(bounds):
+        raise InterpError(f"part {k} of {n_parts}: the capture has only {n_shards} shard(s)")
+    return range(*bounds[k])
+
+
 def _run(m: InterpModel, tokens: list[list[int]], lengths: list[int], site_list: list[Site],
          spec: Any, shards: tuple[int, int], rows: _Rows, writer: ShardWriter | None,
-         progress: bool, batch_size: int,
+         progress: bool, batch_size: int, which: range | None = None,
          ) -> tuple[dict[str, torch.Tensor], dict[str, list[int]]]:
     """Run every unfinished shard's batches with the reading hooks on (``shards``: prompts per
-    shard, number of shards); returns the last shard's tensors and row shapes (all rows, in
-    memory, when ``writer`` is None)."""
-    n = len(tokens)
+    shard, number of shards; ``which``: the shard indices to run, default all); returns the
+    last shard's tensors and row shapes (all rows, in memory, when ``writer`` is None)."""
     per_shard, n_shards = shards
+    which = range(n_shards) if which is None else which
+    first, stop = which.start * per_shard, min(len(tokens), which.stop * per_shard)
+    n = stop - first
     hooked = [s for s in site_list if s.kind != "logits"]
     want_logits = any(s.kind == "logits" for s in site_list)
     eager = any(s.kind == "attn.pattern" for s in site_list)
@@ -287,8 +314,8 @@ def _run(m: InterpModel, tokens: list[list[int]], lengths: list[int], site_list:
     clock = FirstBatchClock(n)
     try:
         with m.hooks([(s, rows.reader(s)) for s in hooked]):
-            for k in range(n_shards):
-                lo, hi = k * per_shard, min(n, (k + 1) * per_shard)
+            for k in which:
+                lo, hi = k * per_shard, min(len(tokens), (k + 1) * per_shard)
                 if writer is not None and writer.done(k):
                     bar.update(hi - lo)
                     continue

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     )
     from .reuse import Parts, fingerprint
     from .run_dir import RunBusyError, RunDir, RunDirError, check_out, finished_with, hold
+    from .shards import concat_rows, part_fingerprint, part_name, shard_bounds
     from .typed import from_json, read_result, to_json, write_result
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "check_options",
     "check_out",
     "check_safetensors",
+    "concat_rows",
     "declared",
     "exit_code",
     "expect_config",
@@ -93,6 +95,8 @@ __all__ = [
     "os_error_line",
     "os_errors",
     "package_version",
+    "part_fingerprint",
+    "part_name",
     "read_json",
     "read_result",
     "read_table",
@@ -102,6 +106,7 @@ __all__ = [
     "safetensors_shards",
     "same_option",
     "seed_option",
+    "shard_bounds",
     "to_json",
     "verify_checksums",
     "write_checksums",

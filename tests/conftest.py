@@ -19,6 +19,7 @@ import pytest
 SLOWEST_FIRST = (
     "tests/analyses/sweep/test_stop.py",
     "tests/examples/test_notebooks.py",
+    "tests/analyses/geometry/test_shards.py",
     "tests/test_quick_starts.py",
     "tests/analyses/sweep/test_run.py",
     "tests/test_doctests.py",

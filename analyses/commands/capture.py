@@ -7,6 +7,7 @@ import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...records import option, read_text, seed_option
 from ...records.links import broken_link
@@ -21,6 +22,7 @@ from ..kit.options import (
     out_path,
     restart_option,
 )
+from ..kit.shard_options import devices_option, workers_option
 
 
 def positions(text: str) -> str | tuple[int, ...]:
@@ -54,6 +56,8 @@ class CaptureOptions:
     store_dtype: str = option("float32", "stored dtype",
                               choices=("float32", "float16", "bfloat16"))
     device: str | None = option(None, "torch device, e.g. cuda:0")
+    workers: int = workers_option()
+    devices: tuple[str, ...] = devices_option()
     revision: str | None = option(None, "Hub revision (branch, tag or commit)")
     seed: int = seed_option()
 
@@ -128,6 +132,13 @@ def capture(ns: argparse.Namespace) -> int:
     from ...interp.prompt_count import check_prompt_count
 
     check_prompt_count(prompts)  # before torch or the model loads
+    if o.workers > 1 or o.devices:
+        from .capture_shards import check_sharding, run_sharded
+
+        check_sharding(o, len(prompts))
+        store = run_sharded(o, prompts, progress=not ns.no_progress)
+        return _said(ns, o, store, len(prompts), o.model or "the default model",
+                     f"{o.workers} workers")
     from ...interp import capture as run_capture
     from ...interp.activation_store import check_store_dir
     from ..kit.models import open_model
@@ -139,12 +150,23 @@ def capture(ns: argparse.Namespace) -> int:
                         out=o.out, prompts_per_shard=o.shard_prompts,
                         store_dtype=o.store_dtype, progress=not ns.no_progress, seed=o.seed,
                         restart=o.restart)
+    return _said(ns, o, store, len(prompts), model.info.name, f"backend {model.info.backend}",
+                 model.info.to_dict())
+
+
+def _said(ns: argparse.Namespace, o: CaptureOptions, store: Any, n_prompts: int,
+          name: str, how: str, info: dict | None = None) -> int:
+    """Print what was captured (``--json``: one object; a sharded capture adds who ran each
+    part) and return the exit status 0."""
     if ns.json:
-        print(json.dumps({"rows": len(store), "sites": store.sites, "out": str(o.out),
-                          "model": model.info.to_dict()}))
+        said = {"rows": len(store), "sites": store.sites, "out": str(o.out),
+                "model": info or store.manifest.get("model")}
+        if info is None:
+            said["workers"] = store.manifest.get("workers")
+        print(json.dumps(said))
     else:
-        print(f"captured {len(store)} rows x {len(store.sites)} sites from {len(prompts)} "
-              f"prompts ({model.info.name}, backend {model.info.backend}) -> {o.out}")
+        print(f"captured {len(store)} rows x {len(store.sites)} sites from {n_prompts} "
+              f"prompts ({name}, {how}) -> {o.out}")
     return 0
 
 

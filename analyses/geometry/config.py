@@ -14,13 +14,14 @@ from ...records.budget import DRAWS, PROMPTS
 from ..kit.errors import ExperimentError
 from ..kit.options import layers_option
 from ..kit.run_options import Batched, LoadOptions, ModelOptions, RunOptions, Seeded, TwinSeeded
+from ..kit.shard_options import Sharded, check_workers
 from ..prompts.corpora import DEFINITION_DOMAINS, PROMPT_SETS, TASK_SET, CorpusPaths, gcide_missing
 from ..prompts.gcide import check_dictionary
 from ..prompts.segmentation import WindowSpec
 
 
 @dataclass
-class GeometryConfig(LoadOptions, ModelOptions, Batched, Seeded, TwinSeeded, RunOptions,
+class GeometryConfig(Sharded, LoadOptions, ModelOptions, Batched, Seeded, TwinSeeded, RunOptions,
                      experiment="geometry"):
     """Everything that defines a geometry run (the CLI derives its options from this)."""
 
@@ -98,6 +99,7 @@ def check_corpora(cfg: GeometryConfig) -> None:
 def check_sizes(cfg: GeometryConfig) -> None:
     """The pool and the cross-validated probe have room for the prompts asked for."""
     n, probe = cfg.n_per_quintile * cfg.n_bins, ProbeConfig()
+    check_workers(cfg.workers, cfg.devices, n, "prompts per set", cfg.error)
     if cfg.pool_size < n:
         raise ExperimentError(f"pool size {cfg.pool_size} is smaller than the {n} prompts to "
                             "sample")

@@ -11,6 +11,7 @@ import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,13 @@ from .entropy_sampler import next_token_entropy, stratified_sample, token_length
 
 POOL_FILE = "pool.parquet"
 
+
+class PoolEntropy(Protocol):
+    """Next-token entropy (bits) [n] of ``prompts`` read by ``model``, ``batch_size`` per
+    forward; ``fp``: a fingerprint of what is scored (the pool and the rows)."""
+
+    def __call__(self, model: InterpModel, prompts: list, batch_size: int,
+                 fp: str) -> np.ndarray: ...
 
 
 def candidate_pool(model: InterpModel, sets: list[str], size: int, seed: int,
@@ -71,10 +79,13 @@ def _texts_sha256(pool: pd.DataFrame) -> str:
 
 def score_pool(model: InterpModel, pool: pd.DataFrame, sets: list[str], out: Path, *,
                weights: str, seed: int, windows: WindowSpec, batch_size: int,
-               progress: bool) -> tuple[pd.DataFrame, bool]:
+               progress: bool, entropy: PoolEntropy | None = None,
+               ) -> tuple[pd.DataFrame, bool]:
     """Add ``entropy_bits`` and ``n_tokens`` to the rows any set needs, reusing the scores of an
     earlier run in ``out`` with the same model weights (digest ``weights``) and pool; write
-    ``out/pool.parquet``. Returns (pool, every needed score was reused)."""
+    ``out/pool.parquet``. ``entropy``: how the scores are computed (in this process unless
+    given: over worker processes, :mod:`analyses.geometry.shards`). Returns (pool, every
+    needed score was reused)."""
     vslice = vocab_slice(model)
     fp = fingerprint(model.info.to_dict(), weights, len(pool), seed, asdict(windows),
                      _texts_sha256(pool), "hypothesis slice" if vslice else "vocabulary")
@@ -85,7 +96,11 @@ def score_pool(model: InterpModel, pool: pd.DataFrame, sets: list[str], out: Pat
     if old is not None:
         pool["entropy_bits"] = old[POOL_FILE]["entropy_bits"].to_numpy()
     todo = np.flatnonzero(needed_rows(pool, sets) & pool["entropy_bits"].isna().to_numpy())
-    if todo.size:
+    if todo.size and entropy is not None:
+        rows = pool.iloc[todo]
+        pool.loc[pool.index[todo], "entropy_bits"] = entropy(
+            model, prompt_inputs(rows), batch_size, fingerprint(fp, todo.tolist()))
+    elif todo.size:
         rows = pool.iloc[todo]
         pool.loc[pool.index[todo], "entropy_bits"] = next_token_entropy(
             model, prompt_inputs(rows), batch_size, vslice, progress,

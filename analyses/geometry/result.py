@@ -16,6 +16,7 @@ import pandas as pd
 from ...interp.model import ModelInfo
 from ...probes import Interval, RandomBaseline
 from ...windtunnel.learned import LearnedCheck
+from ..kit.shard_options import ShardingInfo
 
 NAN = math.nan
 
@@ -224,6 +225,8 @@ class GeometryResult:
     wall_s: float = field(default=NAN, kw_only=True)
     #: a wind tunnel's learned check (None for other models): the verdicts stand behind it
     learned: LearnedCheck | None = field(default=None, kw_only=True)
+    #: how the forward passes were spread over worker processes (None: this process alone)
+    sharding: ShardingInfo | None = field(default=None, kw_only=True)
 
     def rows(self, metric: str, prompt_set: str | None = None, reference: str = "model",
              ) -> list[MetricRow]:

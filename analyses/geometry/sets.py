@@ -67,22 +67,53 @@ class SetResult:
     position: list[PositionControl]
 
 
-def capture_set(model: interp.InterpModel, name: str, chosen: pd.DataFrame, layers: list[int],
-                table_layer: int, *, batch_size: int, seed: int, n_resamples: int,
-                progress: bool, targets: dict[str, np.ndarray] | None = None) -> SetData:
-    """Capture the set's final-token sites (and every-token sites measures ask for). The
-    targets are the model's own entropy (and the exact one for a wind tunnel) unless given
-    (a random-init twin is read against the trained model's targets)."""
+class SetCapture(Protocol):
+    """How a set's rows are captured: ``(model, set name, inputs, last sites, every-token
+    sites)`` ->
+    (final-token store, every-token store or None); in this process by default
+    (:func:`capture_rows`), or over worker processes (:mod:`analyses.geometry.shards`)."""
+
+    def __call__(self, model: interp.InterpModel, name: str, inputs: list, last: list[str],
+                 every: list[str]) -> tuple[Any, Any | None]: ...
+
+
+def set_sites(model: interp.InterpModel, layers: list[int]) -> tuple[list[str], list[str]]:
+    """(final-token sites, every-token sites) a set is captured at: values and attention rows
+    of every analysed layer, and what the registered measures that apply ask for."""
     measures = [m for m in MEASURES if m.scope == "set" and m.applies(model)]
     last = [f"attn.{L}.v" for L in layers] + [f"attn.{L}.pattern" for L in layers]
     last += [s for m in measures for s in m.last_sites(layers) if s not in last]
-    inputs = prompt_inputs(chosen)
+    every = list(dict.fromkeys(s for m in measures for s in m.every_sites(layers)))
+    return last, every
+
+
+def capture_rows(model: interp.InterpModel, inputs: list, last: list[str], every: list[str],
+                 *, batch_size: int, seed: int, progress: bool) -> tuple[Any, Any | None]:
+    """The final-token store of ``inputs`` at ``last`` and (if any) the every-token store at
+    ``every`` (no entropy there: no [B, T, vocab] logits), in this process."""
     store = interp.capture(model, inputs, last, "last", batch_size=batch_size,
                            progress=progress, seed=seed)
-    every_sites = list(dict.fromkeys(s for m in measures for s in m.every_sites(layers)))
-    every = None if not every_sites else interp.capture(  # no entropy: no [B, T, vocab] logits
-        model, inputs, every_sites, "all", batch_size=batch_size, progress=progress, seed=seed,
+    rows = None if not every else interp.capture(
+        model, inputs, every, "all", batch_size=batch_size, progress=progress, seed=seed,
         entropy=False)
+    return store, rows
+
+
+def capture_set(model: interp.InterpModel, name: str, chosen: pd.DataFrame, layers: list[int],
+                table_layer: int, *, batch_size: int, seed: int, n_resamples: int,
+                progress: bool, targets: dict[str, np.ndarray] | None = None,
+                capture: SetCapture | None = None) -> SetData:
+    """Capture the set's final-token sites (and every-token sites measures ask for). The
+    targets are the model's own entropy (and the exact one for a wind tunnel) unless given
+    (a random-init twin is read against the trained model's targets). ``capture``: how (in
+    this process unless given)."""
+    last, every_sites = set_sites(model, layers)
+    inputs = prompt_inputs(chosen)
+    if capture is None:
+        store, every = capture_rows(model, inputs, last, every_sites, batch_size=batch_size,
+                                    seed=seed, progress=progress)
+    else:
+        store, every = capture(model, name, inputs, last, every_sites)
     if targets is not None:
         return SetData(name, chosen, targets, layers, table_layer, store, every, seed,
                        n_resamples)
@@ -161,6 +192,7 @@ def analyse(model: interp.InterpModel, data: dict[str, SetData], key: KeyOrthogo
 
 def random_init_baseline(model: interp.InterpModel, data: dict[str, SetData],
                          cfg: GeometryOptions, twin_seed: int, release_model: bool = False,
+                         capture: SetCapture | None = None,
                          ) -> tuple[RandomInitBaseline, list[MetricRow]]:
     """The same analysis on ``model``'s random-initialisation twin (:func:`interp.
     random_init_twin`, seeded by ``twin_seed``; :func:`analyses.kit.models.twin_seed` gives a
@@ -169,13 +201,14 @@ def random_init_baseline(model: interp.InterpModel, data: dict[str, SetData],
     rows carry ``reference="random_init"`` (position-only rows are the model's already, and
     metrics that are controls themselves are not repeated). ``release_model``: free the
     trained model's weights before the twin is built (:func:`interp.random_init_twin`), for a
-    run that opened the model itself and has finished with it."""
+    run that opened the model itself and has finished with it. ``capture``: how the twin's
+    rows are captured (in this process unless given)."""
     twin = interp.random_init_twin(model, seed=twin_seed, release_model=release_model)
     key = model_keys(twin, next(iter(data.values())).layers, cfg)
     tdata = {n: capture_set(twin, n, d.prompts, d.layers, d.table_layer,
                             batch_size=cfg.batch_size, seed=cfg.seed,
                             n_resamples=cfg.curve_resamples, progress=cfg.progress,
-                            targets=d.targets) for n, d in data.items()}
+                            targets=d.targets, capture=capture) for n, d in data.items()}
     _, summaries, rows = analyse(twin, tdata, key, cfg)
     controls = {n for n, spec in catalogue().items() if spec.control}
     rows = [replace(r, reference="random_init") for r in rows

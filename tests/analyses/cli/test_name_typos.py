@@ -39,6 +39,7 @@ TYPOS: dict[str, tuple[str, str]] = {
     "separation_sets": ("cod,math", "unknown domain(s) cod"),
     "tasks": ("bijectoin", "unknown tasks bijectoin"),
     "directions": ("denoisng", "--directions denoisng: give denoising, noising"),
+    "devices": ("cuda0", "'cuda0' is not a torch device"),
 }
 #: (command, field) -> the same, where a command's field of that name holds other names
 TYPOS_OF = {("patch", "sites"): ("resid_pe", "--sites resid_pe: give distinct site kinds")}

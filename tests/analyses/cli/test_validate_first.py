@@ -319,3 +319,35 @@ def test_an_out_that_is_a_broken_link_is_named(
             else "out is a symbolic link that loops")
     assert want in line and "remove the link or choose another --out" in line, line
     assert nothing_expensive == [] and link.is_symlink() and not (tmp_path / "nowhere").exists()
+
+
+# ---------------------------------------------------------------- data-parallel workers
+@pytest.mark.parametrize("extra, said", [
+    (["--workers", "0"], "workers must be >= 1, got 0"),
+    (["--workers", "76"], "--workers 76 is more than the 75 prompts per set"),
+    (["--workers", "2", "--devices", "cuda:0"], "--devices names 1 device for 2 workers"),
+    (["--devices", "cuda:0,,cuda:1"], "has an empty element"),
+    (["--workers", "2", "--devices", "gpu0,gpu1"], "'gpu0' is not a torch device"),
+], ids=["zero", "more than prompts", "one device for two", "empty element", "not a device"])
+def test_bad_workers_or_devices_are_refused_before_anything_loads(
+        extra: list[str], said: str, tmp_path: Path, nothing_expensive: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    line = _refused(["geometry", *extra, "--out", str(tmp_path / "o")], capsys)
+    assert said in line
+    assert nothing_expensive == [] and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("extra, said", [
+    (["--workers", "4"], "--workers 4 is more than the 3 prompts"),
+    (["--workers", "2", "--shard-prompts", "3"], "fewer than --workers 2"),
+    (["--workers", "3", "--devices", "cpu,cpu"], "--devices names 2 devices for 3 workers"),
+], ids=["more than prompts", "too few shards", "devices for workers"])
+def test_capture_refuses_bad_workers_before_anything_loads(
+        extra: list[str], said: str, tmp_path: Path, nothing_expensive: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("one\ntwo\nthree\n")
+    line = _refused(["capture", "--prompts", str(prompts), "--sites", "attn.-1.v", *extra,
+                     "--out", str(tmp_path / "o")], capsys)
+    assert said in line
+    assert nothing_expensive == [] and not (tmp_path / "o").exists()

@@ -1,0 +1,120 @@
+"""The options of a data-parallel run, declared once: ``--workers`` (worker processes, each
+with its own copy of the model, each running a contiguous shard of the prompts) and
+``--devices`` (a comma-separated list of torch devices, one per worker). Checked before
+anything heavy is imported: this module imports no torch.
+
+Example:
+    >>> device_list("cuda:0, cuda:1")
+    ('cuda:0', 'cuda:1')
+    >>> try:
+    ...     check_workers(2, ("cuda:0",), 75, "prompts per set", ValueError)
+    ... except ValueError as e:
+    ...     print(str(e)[:48])
+    --devices names 1 device for 2 workers; give one
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...records import option
+
+#: a torch device a worker can be pinned to: a kind, and an index where the kind has several
+DEVICE = re.compile(r"(cpu|(cuda|xpu|mps)(:\d+)?)")
+
+
+def device_problem(devices: object) -> str | None:
+    """Why ``devices`` is not a list of worker devices, or None."""
+    if not isinstance(devices, tuple | list):
+        return f"--devices must be a comma-separated list such as cuda:0,cuda:1, got {devices!r}"
+    bad = [d for d in devices if not isinstance(d, str) or not DEVICE.fullmatch(d)]
+    if bad:
+        return (f"--devices: {bad[0]!r} is not a torch device; write e.g. cuda:0,cuda:1 "
+                "(or cpu)")
+    return None
+
+
+def device_list(text: str) -> tuple[str, ...]:
+    """``"cuda:0,cuda:1"`` -> ``("cuda:0", "cuda:1")``; an empty element or a name that is no
+    torch device is refused."""
+    devices = tuple(d.strip() for d in text.split(","))
+    if any(not d for d in devices):
+        raise argparse.ArgumentTypeError(f"--devices {text!r} has an empty element; write e.g. "
+                                         "cuda:0,cuda:1")
+    why = device_problem(devices)
+    if why is not None:
+        raise argparse.ArgumentTypeError(why.removeprefix("--devices: "))
+    return devices
+
+
+def workers_option() -> Any:
+    return option(1, "worker processes, each with its own copy of the model, each running a "
+                  "contiguous shard of the prompts, merged exactly (1: this process)", min=1,
+                  identity=False)
+
+
+def devices_option() -> Any:
+    return option((), "torch devices, one per worker, e.g. cuda:0,cuda:1 (default: every "
+                  "worker on the model's default device)", parse=device_list, identity=False,
+                  metavar="DEVICES")
+
+
+def check_workers(workers: int, devices: tuple[str, ...], n_items: int, what: str,
+                  error: Callable[[str], Exception]) -> None:
+    """``workers`` and ``devices`` against each other and against the ``n_items`` (``what``)
+    the run shards: one line (``error``) before anything loads."""
+    why = device_problem(devices)
+    if why is not None:
+        raise error(why)
+    if devices and len(devices) != workers:
+        raise error(f"--devices names {len(devices)} device{'s' * (len(devices) != 1)} for "
+                    f"{workers} worker{'s' * (workers != 1)}; give one device per worker (or "
+                    "leave --devices out: every worker on the default device)")
+    if workers > n_items:
+        raise error(f"--workers {workers} is more than the {n_items} {what}; take at most "
+                    f"{n_items}")
+
+
+@dataclass
+class Sharded:
+    """``workers`` and ``devices``: run the forward passes in worker processes, one model
+    copy each, over contiguous shards of the prompts (:mod:`analyses.kit.shard_pool`)."""
+
+    workers: int = workers_option()
+    devices: tuple[str, ...] = devices_option()
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the run uses worker processes (more than one, or pinned devices)."""
+        return self.workers > 1 or bool(self.devices)
+
+
+@dataclass
+class ShardRecord:
+    """What ran one shard of a stage (a run's summary lists them): its place (``shard`` of
+    ``n_shards``; ``items``: its range [lo, hi) of the stage's prompts in the order they are
+    batched, or of the store's parts for ``capture``), the ``device`` its
+    worker ran on, its ``seconds`` (model opening included for a worker's first shard) and
+    whether its finished part was ``reused`` from an earlier run."""
+
+    stage: str
+    shard: int
+    n_shards: int
+    items: list[int]
+    device: str
+    seconds: float
+    reused: bool
+
+
+@dataclass
+class ShardingInfo:
+    """How a run's forward passes were spread: ``workers``, their ``devices`` (empty: the
+    default device) and every shard's :class:`ShardRecord`."""
+
+    workers: int
+    devices: list[str]
+    shards: list[ShardRecord]
