@@ -33,7 +33,7 @@ import torch
 
 from ..infotheory import entropy_bits_from_logits
 from ..infotheory.measures import CHUNK_ELEMENTS
-from ..records import hold, run_manifest, shard_bounds
+from ..records import hold, run_manifest
 from ..records.progress import tqdm
 from .activation_store import ActivationStore, ShardWriter
 from .errors import InterpError, ModelNotLoadedError, NonFiniteActivationError
@@ -44,9 +44,9 @@ from .positions import select_rows as _select_rows
 from .prompt_count import FirstBatchClock, check_prompt_count
 from .prompts import Prompts, prompts_sha256
 from .sites import Site
+from .store_layout import auto_prompts_per_shard, n_rows, part_shards
 from .token_batch import TokenBatch, batch_bounds
 
-SHARD_TARGET_BYTES = 32 * 2**20
 #: the most memory one forward's logits may take where every position's are needed
 LOGITS_BUDGET_BYTES = 128 * 2**20
 STORE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -147,27 +147,6 @@ def _entropy_over(hyp: slice | None, entropy: bool = True) -> dict[str, Any]:
     return {"entropy_over": HYPOTHESIS_SLICE, "entropy_ids": [hyp.start, hyp.stop, hyp.step]}
 
 
-def _n_rows(spec: str | tuple[int, ...], lengths: Sequence[int]) -> int:
-    """Captured rows of prompts with ``lengths`` at positions ``spec``."""
-    if spec == "last":
-        return len(lengths)
-    return sum(lengths) if spec == "all" else len(spec) * len(lengths)
-
-
-def _row_elems(model: InterpModel, site: Site, pattern_width: int) -> int:
-    return math.prod(model.feature_shape(site, pattern_width))
-
-
-def _auto_prompts_per_shard(model: InterpModel, sites: list[Site], spec: Any, lengths: list[int],
-                            batch_size: int, itemsize: int) -> int:
-    width = max(lengths)
-    rows = 1 if spec == "last" else (len(spec) if isinstance(spec, tuple) else
-                                     sum(lengths) / len(lengths))
-    per_prompt = rows * itemsize * (sum(_row_elems(model, s, width) for s in sites) + 4)
-    n = max(1, int(SHARD_TARGET_BYTES // max(per_prompt, 1)))
-    return max(batch_size, n // batch_size * batch_size)
-
-
 def capture(
     model: InterpModel,
     prompts: Prompts,
@@ -235,12 +214,12 @@ def capture(
     torch.manual_seed(seed)
 
     n = len(tokens)
-    per_shard = n if out is None else prompts_per_shard or _auto_prompts_per_shard(
+    per_shard = n if out is None else prompts_per_shard or auto_prompts_per_shard(
         m, site_list, spec, lengths, batch_size, torch.finfo(sdt).bits // 8)
     if part is not None and prompts_per_shard is None:
         per_shard = min(per_shard, -(-n // part[1]))
     n_shards = math.ceil(n / per_shard)
-    shard_range = _part_shards(part, n_shards, out)
+    shard_range = part_shards(part, n_shards, out)
     identity = {
         "model": m.info.name, "revision": m.info.revision, "model_dtype": m.info.dtype,
         "backend": m.info.backend, "sites": [s.name for s in site_list],
@@ -275,21 +254,6 @@ def capture(
     return ActivationStore(manifest, tensors=tensors, prompts=prompt_table)
 
 
-def _part_shards(part: tuple[int, int] | None, n_shards: int, out: object) -> range:
-    """The shard indices a capture runs: all, or those of ``part`` (k, n)."""
-    if part is None:
-        return range(n_shards)
-    k, n_parts = part
-    if out is None:
-        raise InterpError("part= needs out= (a part is a disk store merged afterwards)")
-    if not (isinstance(k, int) and isinstance(n_parts, int) and 0 <= k < n_parts):
-        raise InterpError(f"part must be (k, n) with 0 <= k < n, got {part!r}")
-    bounds = shard_bounds(n_shards, n_parts)
-    if k >= len(bounds):
-        raise InterpError(f"part {k} of {n_parts}: the capture has only {n_shards} shard(s)")
-    return range(*bounds[k])
-
-
 def _run(m: InterpModel, tokens: list[list[int]], lengths: list[int], site_list: list[Site],
          spec: Any, shards: tuple[int, int], rows: _Rows, writer: ShardWriter | None,
          progress: bool, batch_size: int, which: range | None = None,
@@ -319,7 +283,7 @@ def _run(m: InterpModel, tokens: list[list[int]], lengths: list[int], site_list:
                 if writer is not None and writer.done(k):
                     bar.update(hi - lo)
                     continue
-                rows.start_shard(_n_rows(spec, lengths[lo:hi]))
+                rows.start_shard(n_rows(spec, lengths[lo:hi]))
                 for i, j in batch_bounds(lengths, lo, hi, batch_size, max_tokens):
                     b = m.batch(tokens[i:j], range(i, j))
                     rows.batch, rows.rows = b, _select_rows(spec, b.lengths, b.width)

@@ -146,4 +146,3 @@ def concat_stores(stores: Sequence[ActivationStore]) -> ActivationStore:
                 "row_shapes": {k: list(v.shape[1:]) for k, v in out.items()
                                if k in stores[0].sites}}
     return ActivationStore(manifest, tensors=out)
-
