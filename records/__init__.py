@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         write_table,
         write_text,
     )
-    from .manifest import package_version, run_manifest
+    from .manifest import package_version, physical_device, run_manifest, visible_devices
     from .options import (
         SEED_MAX,
         SEED_MIN,
@@ -93,6 +93,7 @@ __all__ = [
     "os_error_line",
     "os_errors",
     "package_version",
+    "physical_device",
     "read_json",
     "read_result",
     "read_table",
@@ -104,6 +105,7 @@ __all__ = [
     "seed_option",
     "to_json",
     "verify_checksums",
+    "visible_devices",
     "write_checksums",
     "write_json",
     "write_result",
