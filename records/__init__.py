@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         write_table,
         write_text,
     )
-    from .manifest import package_version, run_manifest
+    from .manifest import package_version, physical_device, run_manifest, visible_devices
     from .options import (
         SEED_MAX,
         SEED_MIN,
@@ -97,6 +97,7 @@ __all__ = [
     "package_version",
     "part_fingerprint",
     "part_name",
+    "physical_device",
     "read_json",
     "read_result",
     "read_table",
@@ -109,6 +110,7 @@ __all__ = [
     "shard_bounds",
     "to_json",
     "verify_checksums",
+    "visible_devices",
     "write_checksums",
     "write_json",
     "write_result",

@@ -14,6 +14,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -61,3 +62,38 @@ def run_manifest(*, packages: tuple[str, ...] = (), **extra: Any) -> dict[str, A
         "git_commit": git_commit(),
         **extra,
     }
+
+
+#: the variable that picks the GPUs a process sees (CUDA's own)
+VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+
+
+def visible_devices(environ: Mapping[str, str] = os.environ) -> list[str] | None:
+    """The entries of ``CUDA_VISIBLE_DEVICES`` (GPU indices, UUIDs or MIG names); None when
+    it is not set.
+
+    Example:
+        >>> visible_devices({"CUDA_VISIBLE_DEVICES": "2, 5"}), visible_devices({})
+        (['2', '5'], None)
+    """
+    text = environ.get(VISIBLE_DEVICES)
+    return None if text is None else [v.strip() for v in text.split(",") if v.strip()]
+
+
+def physical_device(device: str | None, environ: Mapping[str, str] = os.environ) -> str:
+    """The device a process runs on as the machine names it, what a run records: torch's
+    ``cuda:k`` is the *k*-th entry of ``CUDA_VISIBLE_DEVICES`` (``cuda:3``, or a GPU's UUID as
+    given there); ``cuda`` is ``cuda:0``; anything else (``cpu``, None: cpu) as it is.
+
+    Example:
+        >>> physical_device("cuda:0", {"CUDA_VISIBLE_DEVICES": "3"}), physical_device(None, {})
+        ('cuda:3', 'cpu')
+    """
+    dev = (device or "cpu").strip()
+    dev = "cuda:0" if dev == "cuda" else dev
+    index = dev.removeprefix("cuda:")
+    seen = visible_devices(environ)
+    if dev.startswith("cuda:") and index.isdigit() and seen and int(index) < len(seen):
+        entry = seen[int(index)]
+        return f"cuda:{entry}" if entry.isdigit() else entry
+    return dev

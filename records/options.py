@@ -53,12 +53,13 @@ class Option:
     (:class:`records.budget.Cost`): a value whose units take longer than the time limit even
     at that floor is refused (the static stage of :mod:`records.budget`);
     ``needs``: the option is read only when the config's field of that name is on (truthy:
-    ``plateau_tol`` needs ``plateau_window``), so :func:`check_options` refuses it given (away
-    from its default) while that field is off -- an option the run would ignore; a name that is
-    no field (``"text model"``, ``"wind tunnel"``) is a kind of model, which the experiment's
-    own check compares with its ``--model``; ``layer``: the values are layer indices of the
-    model (negatives count from the end), checked against its layer count where that is known
-    before the model loads."""
+    ``plateau_tol`` needs ``plateau_window``) or, written ``"field=value"``, holds that value
+    (``slurm_partition`` needs ``"backend=submitit"``), so :func:`check_options` refuses it
+    given (away from its default) while that field is off -- an option the run would ignore; a
+    name that is no field (``"text model"``, ``"wind tunnel"``) is a kind of model, which the
+    experiment's own check compares with its ``--model``; ``layer``: the values are layer
+    indices of the model (negatives count from the end), checked against its layer count where
+    that is known before the model loads."""
 
     help: str
     flag: str | None = None
@@ -198,9 +199,13 @@ def _unread(cfg: Any) -> str | None:
     """The first option given while the field it ``needs`` is off: the run would ignore it."""
     fields = {f.name: (f, opt) for f, opt in declared(cfg)}
     for f, opt in given_options(cfg):
-        if opt.needs is None or opt.needs not in fields or getattr(cfg, opt.needs):
+        name, _, wanted = (opt.needs or "").partition("=")
+        if name not in fields:
             continue
-        flag, need = flag_of(f, opt), flag_of(*fields[opt.needs])
+        on = getattr(cfg, name)
+        if (str(on) == wanted) if wanted else on:
+            continue
+        flag, need = flag_of(f, opt), flag_of(*fields[name]) + (f" {wanted}" if wanted else "")
         value = getattr(cfg, f.name)
         shown = "" if isinstance(value, bool) else f" {_shown(value)}"
         return f"{flag}{shown} is ignored without {need}: give {need} too, or drop {flag}"

@@ -11,7 +11,9 @@ a resumed run sees exactly the batches an uninterrupted one would, and its final
 bit for bit. A run stops at ``steps``, at ``max_minutes`` of training, or (``plateau_window``)
 when its held-out metric stops improving (:mod:`windtunnel.plateau_rule`, decided from the
 logged evaluations alone, so a resumed run stops where an uninterrupted one would); the reason
-is recorded as ``stop_reason`` (``steps``, ``time_budget``, ``plateau``) in ``run.json``. Model
+is recorded as ``stop_reason`` (``steps``, ``time_budget``, ``plateau``) in ``run.json``, and
+the device it (last) trained on as ``device``, as the machine names it (``cuda:3`` for
+``cuda:0`` under ``CUDA_VISIBLE_DEVICES=3``: :func:`records.physical_device`). Model
 initialisation uses torch's generator (``torch.manual_seed(seed)``).
 
 A run is held by one process and claimed in ``run.json`` (:class:`records.RunDir`):
@@ -38,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from ..records import RunDir, expect_config, run_manifest
+from ..records import RunDir, expect_config, physical_device, run_manifest
 from .arch_registry import arch_spec
 from .arch_spec import ArchSpec
 from .architectures import build_model, n_params
@@ -191,7 +193,7 @@ def _train(cfg: TrainConfig, task: TokenTask, spec: ArchSpec, rd: RunDir, progre
     if monitor is not None:
         monitor.start(model, task, cfg.seed, step)
     manifest = run_manifest(seed=cfg.seed, dtype="float32", params=n_params(model))
-    rd.update(manifest=manifest, params=n_params(model),
+    rd.update(manifest=manifest, params=n_params(model), device=physical_device(cfg.device),
               resumed_from_step=step if ck is not None else None)
 
     model.train()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +20,13 @@ from ...windtunnel.task_configs import task_params_problem
 from ...windtunnel.train_config import TrainConfig
 from ..kit.errors import ExperimentError
 from ..kit.run_options import RunOptions
+from .devices import default_devices, device_problem, normal
+from .resources import sbatch_problem
 
 BACKENDS = ("local", "submitit")
+#: what the submitit options need (:func:`records.option`'s ``needs``): the local pool would
+#: ignore them
+SUBMITIT = "backend=submitit"
 
 
 def json_object(text: str, value: type = dict, example: str = '{"hmm": {"K": 20}}',
@@ -39,6 +45,16 @@ def json_object(text: str, value: type = dict, example: str = '{"hmm": {"K": 20}
 def json_lists(text: str) -> dict[str, Any]:
     """A JSON object of lists from the command line (``--eval-params``)."""
     return json_object(text, list, '{"hmm": [{"K": 30}, {"K": 50}]}')
+
+
+def json_flags(text: str) -> dict[str, Any]:
+    """A JSON object of #SBATCH options from the command line
+    (``--slurm-additional-parameters``); :func:`sbatch_problem` checks its values."""
+    obj = json_object(text, object, '{"constraint": "a100"}')
+    problem = sbatch_problem(obj)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return obj
 
 
 @dataclass
@@ -72,8 +88,30 @@ class SweepConfig(RunOptions, experiment="sweep"):
     backend: str = option("local", "where cells run: a local process pool, or submitit "
                           "(Slurm job arrays; local subprocesses without Slurm)",
                           choices=BACKENDS, identity=False)
-    workers: int = option(1, "cells run at once (local backend; submitit: array parallelism)",
-                          min=1, identity=False)
+    workers: int | None = option(None, "cells run at once (default: one per device of "
+                                 "--devices, else 1; submitit: the array's parallelism)",
+                                 min=1, identity=False)
+    devices: tuple[str, ...] | None = option(
+        None, "this machine's devices, worker i pinned to the i-th, one cell per device at a "
+        "time: cuda:0,cuda:1 or 0,1 (cpu,cpu: two CPU workers) (default: with --device cuda, "
+        "each GPU of CUDA_VISIBLE_DEVICES; else --device)", identity=False)
+    # submitit's parameters (Slurm's #SBATCH lines): how a job runs, never what it computes
+    gpus_per_node: int | None = option(None, "GPUs each job requests (Slurm --gpus-per-node)",
+                                       min=0, identity=False, needs=SUBMITIT)
+    cpus_per_task: int | None = option(None, "CPUs each job requests (Slurm --cpus-per-task)",
+                                       min=1, identity=False, needs=SUBMITIT)
+    mem_gb: float | None = option(None, "memory each job requests, GB (Slurm --mem)", above=0,
+                                  identity=False, needs=SUBMITIT)
+    timeout_min: int = option(24 * 60, "time limit of each job, minutes (Slurm --time)", min=1,
+                              identity=False, needs=SUBMITIT)
+    slurm_partition: str | None = option(None, "Slurm partition (--partition)", identity=False,
+                                         needs=SUBMITIT)
+    slurm_account: str | None = option(None, "Slurm account (--account)", identity=False,
+                                       needs=SUBMITIT)
+    slurm_additional_parameters: dict[str, Any] = option(
+        None, "other #SBATCH options as JSON, e.g. '{\"constraint\": \"a100\", \"qos\": "
+        "\"high\"}' (true: a flag without a value)", factory=dict, parse=json_flags,
+        metavar="JSON", identity=False, needs=SUBMITIT)
 
     def check(self) -> None:
         super().check()
@@ -114,12 +152,53 @@ class SweepConfig(RunOptions, experiment="sweep"):
                 if problem is not None:
                     where = "task_params" if params is base else "eval_params"
                     raise ExperimentError(f"{where} {task}: {problem}")
+        self.check_workers()
         if self.eval_params:  # each override builds its task (torch): after the light checks
             from .evals import check_overrides
         for task, overrides in self.eval_params.items():
             bad = check_overrides(task, self.task_params.get(task, {}), overrides)
             if bad:
                 raise ExperimentError(bad[0])
+
+    def check_workers(self) -> None:
+        """``--devices``, ``--workers`` and the #SBATCH options, torch-free: each device named
+        (a GPU once), no more workers than devices, JSON of the right shape."""
+        problem = sbatch_problem(self.slurm_additional_parameters)
+        if problem is not None:
+            raise ExperimentError(problem)
+        for name in self.devices or ():
+            problem = device_problem(name)
+            if problem is not None:
+                raise ExperimentError(problem)
+        gpus = [normal(d) or d for d in self.devices or () if normal(d) != "cpu"]
+        twice = sorted({g for g in gpus if gpus.count(g) > 1})
+        if twice:
+            raise ExperimentError(f"--devices names {', '.join(twice)} more than "
+                                  "once; a GPU trains one cell at a time")
+        if self.devices is not None and self.device is not None and \
+                (self.device.strip() == "cpu") != all(normal(d) == "cpu" for d in self.devices):
+            raise ExperimentError(f"--device {self.device} and --devices "
+                                  f"{','.join(self.devices)} disagree; --devices names each "
+                                  "worker's device, drop --device")
+        devices = self.slot_devices()  # on submitit --workers is the array's parallelism
+        if self.backend == "local" and devices is not None and self.workers is not None \
+                and self.workers > len(devices):
+            raise ExperimentError(f"--workers {self.workers} is more than the {len(devices)} "
+                                  f"device(s) its workers are pinned to ({','.join(devices)}): "
+                                  "one cell per device at a time; give fewer workers or more "
+                                  "--devices")
+
+    def slot_devices(self) -> tuple[str, ...] | None:
+        """The devices the local workers are pinned to, one each (``--devices``, or each GPU
+        of ``CUDA_VISIBLE_DEVICES`` for ``--device cuda``); None: every worker on
+        ``--device``, unpinned."""
+        return default_devices(self.devices, self.device, os.environ)
+
+    def worker_count(self) -> int:
+        """Cells run at once: ``--workers``, else one per device (:meth:`slot_devices`), else
+        1."""
+        devices = self.slot_devices()
+        return self.workers or (len(devices) if devices else 1)
 
     @property
     def warmup_steps(self) -> int:

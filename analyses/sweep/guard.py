@@ -1,7 +1,7 @@
 """How a sweep's worker keeps to its sweep, from its first moment: the module a worker imports
-before anything heavy (the standard library, and tqdm as it starts; no torch), so that a sweep
-killed while its workers are still starting (``kill -9`` during their seconds of importing
-torch) leaves none to claim a cell afterwards.
+before anything heavy (the standard library, bayesgeom's torch-free device names, and tqdm as
+it starts; no torch), so that a sweep killed while its workers are still starting (``kill -9``
+during their seconds of importing torch) leaves none to claim a cell afterwards.
 
 The first thing a worker (a local pool process, or a submitit job's process) does is
 :func:`start`: it watches the sweep ``(host, pid)`` that started it -- checked at once, then
@@ -29,6 +29,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from ...records.manifest import physical_device
+from .devices import Slot
 
 #: seconds between a worker's checks that the sweep which started it is still there
 WATCH_EVERY = 0.5
@@ -127,28 +130,37 @@ def start(sweep: tuple[str, int] | None) -> None:
     _hold()
 
 
-def start_pool_worker(workers: int, sweep: tuple[str, int]) -> None:
-    """A local pool process's initializer: :func:`start`, then ``cpu_count // workers`` torch
-    threads."""
+def start_pool_worker(threads: int, sweep: tuple[str, int], slot: Slot | None = None) -> None:
+    """A local pool process's initializer: :func:`start`, its device pinned (``slot``: it sees
+    only that GPU, set before torch is imported), then ``threads`` torch threads."""
     start(sweep)
+    if slot is not None:
+        slot.pin()
     import torch
 
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+    torch.set_num_threads(threads)
 
 
 def run_job(train_cfg: dict[str, Any], out: str, evals: tuple[dict[str, Any], ...] = (),
-            sweep: tuple[str, int] | None = None) -> dict[str, Any]:
-    """A worker's one cell (a pool's call, a submitit job): :func:`start`, then
+            sweep: tuple[str, int] | None = None, slot: Slot | None = None) -> dict[str, Any]:
+    """A worker's one cell (a pool's call, a submitit job): :func:`start`, its device pinned
+    (``slot``: it sees that one GPU and trains on ``cuda:0``, or on the CPU), then
     :func:`analyses.sweep.cell.run_cell`, imported only now (unpickling this function imports
     no torch), after one more check that the sweep is there: its cell is claimed next. Under
     submitit's local executor SIGTERM ends the job's process again (submitit has it ignore
     SIGTERM), so that the sweep stops a job by sending its controller SIGTERM, which forwards
-    it."""
+    it. The row says where the cell trained: ``device`` as the machine names it (``cuda:3``,
+    :func:`records.physical_device`), ``slot`` its worker's place in ``--devices``."""
     if os.environ.get("SUBMITIT_EXECUTOR") == "local" and \
             threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     start(sweep)
+    if slot is not None:
+        slot.pin()
+        train_cfg = {**train_cfg, "device": slot.train_device}
     from .cell import run_cell
 
     leave_if_gone(sweep)  # its sweep died while this worker started: claim nothing
-    return run_cell(train_cfg, out, evals)
+    row = run_cell(train_cfg, out, evals)
+    return {**row, "device": physical_device(train_cfg.get("device")),
+            "slot": None if slot is None else slot.index}

@@ -10,11 +10,18 @@ recorded with its one-line error and the others go on; the command exits 1 if an
 
 Backends:
 
-* ``local`` (default): a pool of ``--workers`` processes on this machine (spawned, each with
-  ``cpu_count // workers`` torch threads), no server needed;
-* ``submitit``: Slurm job arrays through ``submitit`` (``pip install submitit``); where no Slurm
-  is found it runs the cells as local subprocesses (its own local executor), which is how it is
-  tested here.
+* ``local`` (default): ``--workers`` processes on this machine (spawned, each with
+  ``cpu_count // workers`` torch threads), no server needed; with ``--devices`` (or ``--device
+  cuda`` and ``CUDA_VISIBLE_DEVICES``) worker *i* is pinned to the *i*-th device and each device
+  trains one cell at a time (:mod:`analyses.sweep.devices`);
+* ``submitit``: Slurm job arrays through ``submitit`` (``pip install submitit``), each job
+  asking for ``--gpus-per-node``, ``--cpus-per-task``, ``--mem-gb``, ``--timeout-min``, the
+  partition, account and any other ``#SBATCH`` option (:mod:`analyses.sweep.resources`); where
+  no Slurm is found it runs the cells as local subprocesses (its own local executor, each job
+  pinned to a device of ``--devices`` in turn), which is how it is tested here.
+
+Each cell's row (and its run's record) says where it trained: ``device``, as the machine names
+it, and ``slot``, its worker's place in ``--devices``.
 
 Writes ``cells.parquet`` (one row per cell: metrics, parameters, wall time, status, error),
 ``aggregate.parquet`` (tidy: task, arch, preset, metric, n, mean, sd, ci_low, ci_high),
@@ -29,8 +36,10 @@ Example:
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,9 +53,11 @@ from ...windtunnel.train_config import TrainConfig
 from ..kit.out_dirs import claim
 from ..kit.writer import write_run
 from .config import BACKENDS, SweepConfig, json_lists, json_object  # noqa: F401 (re-exported)
+from .devices import slots
 from .evals import cached
+from .resources import submitit_parameters
 from .result import METRICS, SweepCell, SweepResult
-from .workers import local_runs, sigterm_stops, submitit_runs
+from .workers import local_runs, sigterm_stops, submitit_executor, submitit_runs
 
 #: the metrics aggregated per cell (TrainResult's report, plus size and time)
 
@@ -104,7 +115,8 @@ def finished_row(cell: Cell, out: Path) -> dict[str, Any] | None:
 
     summary, _ = read_finished(out)
     return {**{k: summary.get(k) for k in METRICS}, "steps": rec.get("steps_done"),
-            "wall_s": rec.get("wall_s"), "stop_reason": rec.get("stop_reason"), **extra}
+            "wall_s": rec.get("wall_s"), "stop_reason": rec.get("stop_reason"),
+            "device": rec.get("device"), **extra}
 
 
 def _failed(cell: Cell, e: BaseException) -> dict[str, Any]:
@@ -123,14 +135,33 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
     grid = cells(cfg)
     for c in grid:  # every cell's options and memory, before anything runs
         c.train.validate()
-    if cfg.device is not None:
-        from ...interp import check_device
-
-        check_device(cfg.device)
+    if cfg.backend == "local":  # a Slurm job's devices are checked where it runs
+        check_devices(cfg)
     with claim(cfg) as rd:
         result = _sweep(cfg, grid, rd.out, t0)
         rd.finish()
     return result
+
+
+def check_devices(cfg: SweepConfig) -> None:
+    """Every device a worker of this machine trains on exists here (one line if not)."""
+    from ...interp import check_device
+
+    for device in {*(cfg.slot_devices() or ()), *([cfg.device] if cfg.device else [])}:
+        check_device(device)
+
+
+def _runs(cfg: SweepConfig, todo: list[tuple[Cell, Path]], out: Path) -> Iterator[Any]:
+    """The cells' results as they come: a local pool with a worker per device, or submitit
+    (:mod:`analyses.sweep.workers`)."""
+    devices = cfg.slot_devices()
+    pinned = slots(devices, os.environ) if devices else None
+    if cfg.backend == "local":
+        return local_runs(todo, cfg.worker_count(), pinned)
+    ex = submitit_executor(out / "submitit", submitit_parameters(cfg, cfg.worker_count()))
+    if ex.cluster == "local":
+        check_devices(cfg)
+    return submitit_runs(todo, ex, pinned, given=cfg.devices is not None)
 
 
 def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepResult:
@@ -149,11 +180,9 @@ def _sweep(cfg: SweepConfig, grid: list[Cell], out: Path, t0: float) -> SweepRes
             rows[c.name] = {**done, "status": "reused", "error": None}
     bar = tqdm(total=len(grid), initial=len(rows), desc="sweep cells", unit="cell",
                disable=not cfg.progress)
-    runs = local_runs(todo, cfg.workers) if cfg.backend == "local" else \
-        submitit_runs(todo, cfg.workers, out / "submitit")
     if todo:
         with sigterm_stops():
-            for cell, result in runs:
+            for cell, result in _runs(cfg, todo, out):
                 try:
                     rows[cell.name] = {**result(), "status": "trained", "error": None}
                 except Exception as e:  # a failed cell is recorded, not fatal

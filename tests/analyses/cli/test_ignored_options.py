@@ -60,6 +60,10 @@ def _other_value(f: dataclasses.Field, opt: Any, tp: Any) -> tuple[Any, str]:
         return value, ",".join(map(str, value))
     if tp is Path:  # a file the option names (the check of its kind comes before reading it)
         return Path("pairs.jsonl"), "pairs.jsonl"
+    if tp is str:  # a free name (a Slurm partition)
+        return "p1", "p1"
+    if typing.get_origin(tp) is dict:  # a JSON table (#SBATCH options)
+        return {"qos": "high"}, '{"qos": "high"}'
     raise AssertionError(f"no other value for {f.name} ({tp})")
 
 
@@ -80,8 +84,15 @@ def _fields(cls: type) -> set[str]:
     return {g.name for g in dataclasses.fields(cls)}
 
 
-#: options that need another option of their config on
-DEPENDENT = _cases(lambda cls, opt: opt.needs in _fields(cls))
+def _need(opt: Any) -> tuple[str, str]:
+    """(field, value) of an option's ``needs``: ``("plateau_window", "")`` (on), or
+    ``("backend", "submitit")`` for ``"backend=submitit"``."""
+    name, _, value = (opt.needs or "").partition("=")
+    return name, value
+
+
+#: options that need another option of their config on (or holding a value)
+DEPENDENT = _cases(lambda cls, opt: _need(opt)[0] in _fields(cls))
 
 
 def test_the_table_holds_the_issues_cases():
@@ -89,7 +100,9 @@ def test_the_table_holds_the_issues_cases():
     for case in ("train --plateau-tol", "train --plateau-metric", "sweep --plateau-tol",
                  "sweep --plateau-metric", "dynamics em-vs-sgd --deep-seeds",
                  "dynamics em-vs-sgd --deep-steps",
-                 "train --dense-ckpt-every", "stability --n-lengths"):
+                 "train --dense-ckpt-every", "stability --n-lengths",
+                 "sweep --gpus-per-node", "sweep --slurm-partition",
+                 "sweep --slurm-additional-parameters", "sweep --timeout-min"):
         assert case in ids, (case, sorted(ids))
 
 
@@ -98,7 +111,8 @@ def test_every_declared_need_names_a_field_or_a_kind_of_model():
     for _, cls in CONFIGS.values():
         names = {f.name for f in dataclasses.fields(cls)}
         for f, opt in declared(cls):
-            assert opt.needs in (None, TEXT, WIND_TUNNEL, *names), (cls.__name__, f.name)
+            assert opt.needs in (None, TEXT, WIND_TUNNEL) or _need(opt)[0] in names, \
+                (cls.__name__, f.name)
 
 
 def _checked(cls: type, tmp_path: Path, **values: Any) -> None:
@@ -113,8 +127,10 @@ def _checked(cls: type, tmp_path: Path, **values: Any) -> None:
 def test_an_option_given_without_the_one_it_needs_is_refused(cmd, argv, cls, f, opt, value, text,
                                                              tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    name, value_needed = _need(opt)
+    without = f"--{name.replace('_', '-')}" + (f" {value_needed}" if value_needed else "")
     with pytest.raises((ExperimentError, TaskConfigError, OptionError),
-                       match=f"is ignored without --{opt.needs.replace('_', '-')}"):
+                       match=f"is ignored without {without}"):
         _checked(cls, tmp_path, **{f.name: value})
     cli = [*argv, flag_of(f, opt), *([text] if text else []), "--out", "X"]
     assert main(cli) == 2
@@ -127,8 +143,10 @@ def test_an_option_given_without_the_one_it_needs_is_refused(cmd, argv, cls, f, 
 def test_with_the_option_it_needs_it_is_read(cmd, argv, cls, f, opt, value, text, tmp_path):
     """The control: the same value beside the option it needs is not refused as ignored."""
     hints = typing.get_type_hints(cls)
-    need, need_opt = next((g, o) for g, o in declared(cls) if g.name == opt.needs)
+    name, wanted = _need(opt)
+    need, need_opt = next((g, o) for g, o in declared(cls) if g.name == name)
     on = True if _strip_optional(hints[need.name]) is bool else int(max(1, need_opt.min or 1))
+    on = wanted or on
     values = {f.name: value, need.name: on}
     if need.name == "plateau_window":  # a window that can fire before the last step
         values.update(steps=5000, eval_every=100)

@@ -42,10 +42,13 @@ TYPOS: dict[str, tuple[str, str]] = {
     "devices": ("cuda0", "'cuda0' is not a torch device"),
 }
 #: (command, field) -> the same, where a command's field of that name holds other names
-TYPOS_OF = {("patch", "sites"): ("resid_pe", "--sites resid_pe: give distinct site kinds")}
-#: (command, field) of options that hold free text or paths, not names
-FREE = {("dynamics verify", "prompts"), *((c, f) for c in COMMANDS for f in (
-    "device", "labels", "remap_labels", "revision", "run_dir"))}
+TYPOS_OF = {("patch", "sites"): ("resid_pe", "--sites resid_pe: give distinct site kinds"),
+            ("sweep", "devices"): ("gpu0", "--devices gpu0: give cpu, cuda:N or N")}
+#: (command, field) of options that hold free text or paths, not names (a Slurm partition or
+#: account is the cluster's name, known only to it)
+FREE = {("dynamics verify", "prompts"), ("sweep", "slurm_partition"), ("sweep", "slurm_account"),
+        *((c, f) for c in COMMANDS for f in ("device", "labels", "remap_labels", "revision",
+                                             "run_dir"))}
 
 
 def _name_options() -> list[tuple[str, str, str]]:

@@ -176,6 +176,11 @@ def test_a_misspelt_prompt_set_is_answered_before_anything_loads(
     ["sweep", "--tasks", "nosuch", "--out", "x"],
     ["sweep", "--tasks", "hmm", "--eval-params", '{"hmm": [{"Q": 3}]}', "--out", "x"],
     ["sweep", "--tasks", "hmm", "--task-params", '{"hmm": {"K": -3}}', "--out", "x"],
+    ["sweep", "--gpus-per-node", "1", "--slurm-partition", "gpu", "--out", "x"],
+    ["sweep", "--backend", "submitit", "--gpus-per-node", "-1", "--out", "x"],
+    ["sweep", "--backend", "submitit", "--slurm-additional-parameters", "[1]", "--out", "x"],
+    ["sweep", "--devices", "cpu,cpu", "--workers", "3", "--out", "x"],
+    ["sweep", "--devices", "gpu0", "--out", "x"],
 ], ids=lambda a: " ".join(a[:2] if a[0] != "sweep" else a[:4]) + ("" if a[0] != "geometry"
                                                                    else " " + a[2]))
 def test_the_validation_path_imports_nothing_heavy(argv: list[str], scaled) -> None:
