@@ -1,10 +1,11 @@
 """The options of a data-parallel run, declared once: ``--workers`` (worker processes, each
 with its own copy of the model, each running a contiguous shard of the prompts) and
-``--devices`` (a comma-separated list of torch devices, one per worker). Checked before
-anything heavy is imported: this module imports no torch.
+``--devices`` (a comma-separated list of devices, one per worker, named as
+:mod:`analyses.kit.devices` says). Checked before anything heavy is imported: this module
+imports no torch.
 
 Example:
-    >>> device_list("cuda:0, cuda:1")
+    >>> device_list("cuda:0, 1")
     ('cuda:0', 'cuda:1')
     >>> try:
     ...     check_workers(2, ("cuda:0",), 75, "prompts per set", ValueError)
@@ -16,39 +17,38 @@ Example:
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ...records import option
-
-#: a torch device a worker can be pinned to: a kind, and an index where the kind has several
-DEVICE = re.compile(r"(cpu|(cuda|xpu|mps)(:\d+)?)")
+from .devices import device_problem, normal
 
 
-def device_problem(devices: object) -> str | None:
-    """Why ``devices`` is not a list of worker devices, or None."""
+def devices_problem(devices: object) -> str | None:
+    """Why ``devices`` is not a list of worker devices (:mod:`analyses.kit.devices`), or None."""
     if not isinstance(devices, tuple | list):
         return f"--devices must be a comma-separated list such as cuda:0,cuda:1, got {devices!r}"
-    bad = [d for d in devices if not isinstance(d, str) or not DEVICE.fullmatch(d)]
-    if bad:
-        return (f"--devices: {bad[0]!r} is not a torch device; write e.g. cuda:0,cuda:1 "
-                "(or cpu)")
+    for d in devices:
+        if not isinstance(d, str):
+            return f"--devices: {d!r} is not a device name; write e.g. cuda:0,cuda:1 (or cpu)"
+        why = device_problem(d)
+        if why is not None:
+            return why
     return None
 
 
 def device_list(text: str) -> tuple[str, ...]:
-    """``"cuda:0,cuda:1"`` -> ``("cuda:0", "cuda:1")``; an empty element or a name that is no
-    torch device is refused."""
+    """``"cuda:0, 1"`` -> ``("cuda:0", "cuda:1")``; an empty element or a name that is no
+    device (:func:`analyses.kit.devices.normal`) is refused."""
     devices = tuple(d.strip() for d in text.split(","))
     if any(not d for d in devices):
         raise argparse.ArgumentTypeError(f"--devices {text!r} has an empty element; write e.g. "
                                          "cuda:0,cuda:1")
-    why = device_problem(devices)
+    why = devices_problem(devices)
     if why is not None:
-        raise argparse.ArgumentTypeError(why.removeprefix("--devices: "))
-    return devices
+        raise argparse.ArgumentTypeError(why.removeprefix("--devices "))
+    return tuple(normal(d) or d for d in devices)
 
 
 def workers_option() -> Any:
@@ -58,16 +58,16 @@ def workers_option() -> Any:
 
 
 def devices_option() -> Any:
-    return option((), "torch devices, one per worker, e.g. cuda:0,cuda:1 (default: every "
-                  "worker on the model's default device)", parse=device_list, identity=False,
-                  metavar="DEVICES")
+    return option((), "devices, one per worker: cuda:0,cuda:1 or 0,1 (cpu,cpu: two CPU "
+                  "workers) (default: every worker on the model's default device)",
+                  parse=device_list, identity=False, metavar="DEVICES")
 
 
 def check_workers(workers: int, devices: tuple[str, ...], n_items: int, what: str,
                   error: Callable[[str], Exception]) -> None:
     """``workers`` and ``devices`` against each other and against the ``n_items`` (``what``)
     the run shards: one line (``error``) before anything loads."""
-    why = device_problem(devices)
+    why = devices_problem(devices)
     if why is not None:
         raise error(why)
     if devices and len(devices) != workers:

@@ -28,24 +28,9 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
 from ...records.manifest import VISIBLE_DEVICES, visible_devices
+from ..kit.devices import device_problem, normal
 
-
-def normal(name: str) -> str | None:
-    """``name`` as a slot's device (``"0"`` -> ``"cuda:0"``), or None if it names none."""
-    name = name.strip()
-    if name == "cpu":
-        return name
-    index = name.removeprefix("cuda:")
-    return f"cuda:{index}" if index.isdigit() and index == str(int(index)) else None
-
-
-def device_problem(name: str) -> str | None:
-    """One line if ``name`` is no slot's device, else None."""
-    if normal(name) is not None:
-        return None
-    if name.strip() == "cuda":
-        return "--devices cuda: name each GPU (cuda:0,cuda:1 or 0,1)"
-    return f"--devices {name}: give cpu, cuda:N or N (a GPU's index, e.g. 0,1)"
+__all__ = ["Slot", "default_devices", "device_problem", "normal", "slots"]
 
 
 def default_devices(devices: tuple[str, ...] | None, device: str | None,

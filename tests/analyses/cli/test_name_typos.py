@@ -39,11 +39,10 @@ TYPOS: dict[str, tuple[str, str]] = {
     "separation_sets": ("cod,math", "unknown domain(s) cod"),
     "tasks": ("bijectoin", "unknown tasks bijectoin"),
     "directions": ("denoisng", "--directions denoisng: give denoising, noising"),
-    "devices": ("cuda0", "'cuda0' is not a torch device"),
+    "devices": ("cuda0", "cuda0: give cpu, cuda:N or N"),
 }
 #: (command, field) -> the same, where a command's field of that name holds other names
-TYPOS_OF = {("patch", "sites"): ("resid_pe", "--sites resid_pe: give distinct site kinds"),
-            ("sweep", "devices"): ("gpu0", "--devices gpu0: give cpu, cuda:N or N")}
+TYPOS_OF = {("patch", "sites"): ("resid_pe", "--sites resid_pe: give distinct site kinds")}
 #: (command, field) of options that hold free text or paths, not names (a Slurm partition or
 #: account is the cluster's name, known only to it)
 FREE = {("dynamics verify", "prompts"), ("sweep", "slurm_partition"), ("sweep", "slurm_account"),

@@ -332,7 +332,7 @@ def test_an_out_that_is_a_broken_link_is_named(
     (["--workers", "76"], "--workers 76 is more than the 75 prompts per set"),
     (["--workers", "2", "--devices", "cuda:0"], "--devices names 1 device for 2 workers"),
     (["--devices", "cuda:0,,cuda:1"], "has an empty element"),
-    (["--workers", "2", "--devices", "gpu0,gpu1"], "'gpu0' is not a torch device"),
+    (["--workers", "2", "--devices", "gpu0,gpu1"], "gpu0: give cpu, cuda:N or N"),
 ], ids=["zero", "more than prompts", "one device for two", "empty element", "not a device"])
 def test_bad_workers_or_devices_are_refused_before_anything_loads(
         extra: list[str], said: str, tmp_path: Path, nothing_expensive: list[str],
