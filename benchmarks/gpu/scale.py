@@ -68,6 +68,8 @@ TUNNEL = Path("tunnels") / "bijection-v20"
 #: the metrics the issue's acceptance names, and their position-controlled forms
 METRICS = ("pc1", "pc1_pc2", "abs_spearman_pc1", "probe_r2", "partial_abs_spearman_pc1",
            "probe_r2_beyond_position")
+#: a geometry table's row key (``table.parquet``)
+KEYS = ("prompt_set", "layer", "metric", "target", "reference")
 #: one worker against this process: |Δ| ≤ ATOL + RTOL·|value| (the CPU test's tolerance)
 ATOL, RTOL = 1e-6, 1e-4
 #: seconds a half needs left on the part's deadline to start (worker start-up included)
@@ -131,35 +133,53 @@ def geometry_half(device: str, work: Path, root: Path) -> dict[str, Any]:
     run_geometry(GeometryConfig(out=work / "worker", model=spec, workers=1, devices=(device,),
                                 **GEOMETRY), model=model)
     t2 = time.perf_counter()
-    keys = ["prompt_set", "layer", "metric", "target", "reference"]
-    a, b = (read_table(work / o / "table.parquet", columns=(*keys, "value"))
+    a, b = (read_table(work / o / "table.parquet", columns=(*KEYS, "value"))
             for o in ("one", "worker"))
-    both = a.merge(b, on=keys, suffixes=("_one", "_worker"), validate="one_to_one")
-    one, other = both["value_one"], both["value_worker"]
+    sharding = read_result(GeometryResult, work / "worker" / "summary.json").sharding
+    shards = [] if sharding is None else [
+        {"stage": r.stage, "shard": r.shard, "n_shards": r.n_shards, "device": r.device,
+         "seconds": r.seconds} for r in sharding.shards]
+    diffs = metric_differences(a, b)
+    passed = (diffs["agree"] and bool(shards) and all(s["device"] == device for s in shards))
+    return {"model": TUNNEL.as_posix(), "sizes": {k: v for k, v in GEOMETRY.items()
+                                                 if k != "progress"},
+            "devices": [device], **diffs, "shards": shards,
+            "in_process_s": round(t1 - t0, 2), "one_worker_s": round(t2 - t1, 2),
+            "passed": passed}
+
+
+def metric_differences(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, Any]:
+    """Two geometry tables (``table.parquet``: one row per :data:`KEYS`, its ``value``)
+    compared row by row: the largest |a − b| over :data:`METRICS` (``max_abs_diff_named``),
+    over every row and per metric; ``agree``: the same rows, every value within
+    ``ATOL + RTOL·|a|`` (NaN where both are NaN: an undefined metric such as a correlation
+    with a constant target) and every metric of :data:`METRICS` present.
+
+    Example:
+        >>> t = pd.DataFrame({"prompt_set": "task", "layer": 1, "metric": ["pc1", "probe_r2"],
+        ...                   "target": "model_entropy", "reference": "model",
+        ...                   "value": [0.5, float("nan")]})
+        >>> d = metric_differences(t, t.assign(value=[0.5 + 1e-7, float("nan")]))
+        >>> round(d["max_abs_diff_named"], 9), d["not_close"], d["agree"]
+        (1e-07, 0, False)
+    """
+    both = a.merge(b, on=list(KEYS), suffixes=("_a", "_b"), validate="one_to_one")
+    one, other = both["value_a"], both["value_b"]
     nan_both, nan_one = one.isna() & other.isna(), one.isna() != other.isna()
-    # |Δ|; 0 where both are NaN (an undefined metric, e.g. a constant target), inf where one is
+    # |Δ|: 0 where both are NaN, inf where one alone is
     diff = (one - other).abs().mask(nan_both, 0.0).mask(nan_one, math.inf)
     close = diff <= ATOL + RTOL * one.abs().fillna(0.0)
     named = both["metric"].isin(METRICS)
     per_metric = {m: _finite(diff[both["metric"] == m].max()) for m in METRICS
                   if (both["metric"] == m).any()}
-    sharding = read_result(GeometryResult, work / "worker" / "summary.json").sharding
-    shards = [] if sharding is None else [
-        {"stage": r.stage, "shard": r.shard, "n_shards": r.n_shards, "device": r.device,
-         "seconds": r.seconds} for r in sharding.shards]
     rows_match = len(both) == len(a) == len(b)
-    passed = (rows_match and bool(shards) and all(s["device"] == device for s in shards)
-              and bool(close.all()) and set(per_metric) == set(METRICS))
-    return {"model": TUNNEL.as_posix(), "sizes": {k: v for k, v in GEOMETRY.items()
-                                                 if k != "progress"},
-            "devices": [device], "rows": len(both), "rows_match": rows_match,
+    return {"rows": len(both), "rows_match": rows_match,
             "max_abs_diff_named": _finite(diff[named].max()) if named.any() else None,
             "max_abs_diff_all": _finite(diff.max()) if len(diff) else None,
             "max_abs_diff_by_metric": per_metric, "not_close": int((~close).sum()),
             "nan_in_one_only": int(nan_one.sum()), "nan_in_both": int(nan_both.sum()),
-            "tolerance": {"atol": ATOL, "rtol": RTOL}, "shards": shards,
-            "in_process_s": round(t1 - t0, 2), "one_worker_s": round(t2 - t1, 2),
-            "passed": passed}
+            "tolerance": {"atol": ATOL, "rtol": RTOL},
+            "agree": bool(rows_match and close.all() and set(per_metric) == set(METRICS))}
 
 
 def _finite(x: float) -> float | None:
