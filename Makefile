@@ -72,8 +72,9 @@ paper-table: setup
 	$(BIN)/bayesgeom sweep --config examples/sweeps/paper_table.toml --device $(DEVICE) --out runs/paper-table
 	$(BIN)/bayesgeom sweep --config examples/sweeps/paper_hmm.toml --device $(DEVICE) --out runs/paper-hmm
 
-# The GPU session (docs/results/gpu.md): CUDA against CPU, throughput, Paper I at paper scale in
-# at most 8 min (318 s on one H200, 2026-11-27; results in $$OUT or runs/gpu-session).
+# The GPU session (docs/results/gpu.md): CUDA against CPU, throughput, device pinning (sweep,
+# sharded geometry), Paper I at paper scale in at most 8 min (318 s on one H200, 2026-11-27,
+# before the pinning part; results in $$OUT or runs/gpu-session).
 # Anywhere: make gpu-session ARGS=--dry-run
 gpu-session: setup
 	$(BIN)/python benchmarks/gpu_session.py $(ARGS)

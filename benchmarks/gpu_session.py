@@ -1,21 +1,25 @@
-"""The GPU session: one command, at most 8 minutes (318 s on one H200, 2026-11-27), that
-checks every CUDA path against the CPU and trains Paper I's models at paper scale for as long
-as the budget goes.
+"""The GPU session: one command, at most 8 minutes (318 s on one H200, 2026-11-27, before the
+scale part), that checks every CUDA path against the CPU, pins a sweep's and a sharded
+geometry's workers to the GPU, and trains Paper I's models at paper scale for as long as the
+budget goes.
 
     python benchmarks/gpu_session.py --out runs/gpu-session      # on a GPU machine (8 min)
     python benchmarks/gpu_session.py --dry-run --out /tmp/gs     # anywhere, CPU, seconds
     make gpu-session ARGS=--dry-run
 
 Parts, each stopped at its own budget (benchmarks/gpu/):
-1. correctness (60 s): capture, the three edits, steering's scoring pass, the attention taps
+1. correctness (30 s): capture, the three edits, steering's scoring pass, the attention taps
    and ``dynamics verify`` on tiny random-init models of ten families, float32 and bfloat16,
    on the device against the same call on the CPU (tolerances in gpu/correctness.py);
 2. throughput (50 s): training steps/s per preset, device against CPU;
-3. Paper I (the rest, 115 s of training per task): bijection on ``paper``, HMM on
+3. scale (60 s): ``sweep --devices <the GPU>`` of two tiny cells, each cell's recorded device
+   read back; ``geometry --workers 1 --devices <the GPU>`` on a committed tunnel against the
+   in-process run on the same GPU (gpu/scale.py; the dry run: the sweep alone, on the CPU);
+4. Paper I (the rest, 115 s of training per task): bijection on ``paper``, HMM on
    ``paper-hmm`` (K = 20, 30, 50, beside the control ladder), associative recall if time
    allows.
-Results: at most six files in ``--out`` (gpu/session.py lists them). Exit status 0 when every
-part ran and every judged check passed.
+Results: at most seven files in ``--out`` (gpu/session.py lists them). Exit status 0 when
+every part ran and every judged check passed.
 
 The GPU machine has no network and bayesgeom is not installed there: this script imports
 ``bayesgeom`` from the checkout it sits in, and the two missing dependencies it needs (dacite,
@@ -29,7 +33,8 @@ device command (carry ``.whl``, timeout_s 570; docs/results/gpu.md):
 
 (one line). Without a GPU and without ``--device`` the script runs its dry run (so ``make
 bench`` stays short). ``--emulate-gpu-machine`` hides here what that machine lacks (the test
-suite's dry run uses it).
+suite's dry run uses it). The scale part's worker processes are spawned: each runs this file
+as ``__mp_main__``, which imports ``bayesgeom`` from the checkout as the session did.
 """
 
 from __future__ import annotations
@@ -144,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     plan = Plan.make(a.dry_run, a.budget_s, a.paper_s, a.tasks)
     return run_session(a.out, device, plan, recorder, hidden, a.keep_runs)
 
+
+if __name__ == "__mp_main__":  # a worker the scale part spawned: the session's bayesgeom
+    import_checkout()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -47,8 +47,9 @@ RUNS: dict[str, tuple[dict[str, Any], str, str]] = {
 DRY_PARAMS: dict[str, dict[str, Any]] = {"assoc_recall": {"N": 8, "M": 2, "F": 4}}
 HMM_LENGTHS = (30, 50)
 LADDER_WINDOWS = (2, 3, 4)
-#: seconds a run needs beyond its training budget (build, final evaluation, extra lengths)
-EVAL_ALLOWANCE = 20.0
+#: seconds a run needs beyond its training budget (build, final evaluation, extra lengths):
+#: session A's three runs took 273 s for their 270 s of training (H200, 2026-11-27)
+EVAL_ALLOWANCE = 15.0
 REPORT_KEYS = ("n_sequences", "entropy_mae_bits", "entropy_mae_curve_bits", "kl_bits",
                "kl_model_bayes_bits", "tvd", "accuracy", "map_agreement",
                "mean_bayes_entropy_bits", "per_layer")

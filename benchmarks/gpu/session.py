@@ -1,5 +1,6 @@
-"""The GPU session's orchestration: the three parts in order, each stopped at its own budget,
-and the result files (at most :data:`MAX_FILES`, each well under 16 MiB) in one folder.
+"""The GPU session's orchestration: the four parts in order (correctness, throughput, scale,
+Paper I), each stopped at its own budget, and the result files (fewer than :data:`MAX_FILES`
+with the console log, each well under 16 MiB) in one folder.
 
 Files written to ``out``:
 
@@ -10,12 +11,16 @@ Files written to ``out``:
 ``correctness.parquet``     one row per (family, dtype, check, quantity): device and CPU
                             difference, tolerance, pass, repeat difference, status
 ``throughput.json``         steps/s per preset on the device and on the CPU, and the ratio
+``scale.json``              issue 39's per-device pinning (gpu/scale.py): a two-cell sweep
+                            pinned to the device, each cell's recorded device; geometry with
+                            one pinned worker against this process, the largest metric
+                            difference and each shard's device
 ``paper.json``              Paper I runs (steps, final evaluation, HMM lengths) beside the
                             published figures and the HMM control ladder
 ``paper_log.parquet``       the training logs of those runs (loss, held-out MAE by step)
 ==========================  ================================================================
 
-The device command adds ``log.txt`` (the console), six files in all.
+The device command adds ``log.txt`` (the console), seven files in all.
 """
 
 from __future__ import annotations
@@ -36,10 +41,13 @@ from bayesgeom.records import run_manifest, write_json, write_table
 from .clock import SessionClock
 from .correctness import dry_plan, full_plan, run_correctness
 from .paper import run_paper
+from .scale import run_scale
 from .throughput import PRESETS, run_throughput
 from .wheels import ImportRecorder, needed, requirements
 
 MAX_FILES = 8
+#: the checkout (the scale part's geometry reads its committed tunnel)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -54,21 +62,26 @@ class Plan:
     presets: tuple[str, ...]
     seconds_per_measurement: float
     paper_s: dict[str, float] = field(default_factory=dict)
+    scale_s: float = 60.0
 
     @classmethod
     def make(cls, dry: bool, total_s: float | None, paper_s: float | None,
              tasks: tuple[str, ...] | None = None) -> Plan:
         """The plan; ``tasks``: the Paper I runs in order (default all three; recall trains
-        at most 40 s unless it runs alone)."""
+        at most 40 s unless it runs alone). The defaults add up to the session's 465 s less
+        its 10-s reserve: correctness 30 + throughput 50 + scale 60 + Paper I's runs, each
+        with its evaluation allowance (115 + 15, 115 + 15, 40 + 15) = 455 s (Paper I takes
+        what the parts before it leave, so the runs fit even when those use their whole
+        budgets)."""
         tasks = tasks or ("bijection", "hmm", "assoc_recall")
         if dry:
             return cls(True, total_s or 120.0, 40.0, 15.0, ("tiny",), 0.3,
-                       dict.fromkeys(tasks, 1.0))
+                       dict.fromkeys(tasks, 1.0), scale_s=30.0)
         run = paper_s or 115.0
         cap = {"assoc_recall": 40.0} if len(tasks) > 1 else {}
-        return cls(False, total_s or 465.0, 60.0, 50.0, tuple(p for p in PRESETS
+        return cls(False, total_s or 465.0, 30.0, 50.0, tuple(p for p in PRESETS
                                                               if p != "small-deep"), 4.0,
-                   {t: min(run, cap.get(t, run)) for t in tasks})
+                   {t: min(run, cap.get(t, run)) for t in tasks}, scale_s=60.0)
 
 
 def device_record(device: str) -> dict[str, Any]:
@@ -135,6 +148,19 @@ def run_session(out: Path, device: str, plan: Plan, recorder: ImportRecorder,
     except Exception as e:
         save(_error(e, session, "throughput"), d, {})
 
+    d = clock.part("scale", plan.scale_s)
+    scratch = Path(tempfile.mkdtemp(prefix="bg-gpu-scale-"))
+    try:
+        scale = run_scale(device, d, scratch, ROOT, plan.dry)
+        session["scale"] = _scale_line(scale)
+        status = ("error: " + ", ".join(scale["failed"]) if scale.get("failed") else
+                  "partial" if scale["skipped"] else "done")
+        save(status, d, {"scale.json": scale})
+    except Exception as e:
+        save(_error(e, session, "scale"), d, {})
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
     d = clock.part("paper", clock.left())
     work = Path(tempfile.mkdtemp(prefix="bg-gpu-session-")) if keep_runs is None else keep_runs
     try:
@@ -158,6 +184,18 @@ def run_session(out: Path, device: str, plan: Plan, recorder: ImportRecorder,
     for cell in session.get("correctness", {}).get("failed", []):
         print(f"  failed: {cell}")
     return 0 if ok else 1
+
+
+def _scale_line(scale: dict[str, Any]) -> dict[str, Any]:
+    """The scale part in brief for ``session.json``: per half, whether it passed, the devices
+    its cells and shards recorded, the largest metric difference."""
+    sweep, geo = scale.get("sweep") or {}, scale.get("geometry") or {}
+    return {"device": scale["device"], "sweep_passed": sweep.get("passed"),
+            "sweep_cell_devices": [c.get("run_device") for c in sweep.get("cells", [])],
+            "geometry_passed": geo.get("passed"),
+            "geometry_max_abs_diff": geo.get("max_abs_diff_named"),
+            "geometry_shard_devices": sorted({s["device"] for s in geo.get("shards", [])}),
+            "skipped": scale["skipped"], "not_in_dry_run": scale["not_in_dry_run"]}
 
 
 def _error(e: Exception, session: dict[str, Any], part: str) -> str:

@@ -62,6 +62,7 @@ def test_the_results_fit_what_comes_back_from_the_device(dry_run):
     files = sorted(p.name for p in out.iterdir())
     s = json.loads((out / "session.json").read_text())
     assert files == sorted(s["files"])
+    assert "scale.json" in files
     assert len(files) <= 7  # the device returns 8 files; the console log is the eighth
     assert all((out / f).stat().st_size <= 16 * 2**20 for f in files)
 
@@ -94,6 +95,82 @@ def test_paper_and_throughput_parts_report_their_numbers(dry_run):
         assert r["paper_i"]
     tp = json.loads((out / "throughput.json").read_text())
     assert tp["presets"] and tp["presets"][0]["device_steps_per_s"] > 0
+
+
+def test_the_scale_part_reads_each_cells_pinned_device_back(dry_run):
+    """The dry run's scale part: two sweep cells pinned with ``--devices cpu`` to one worker,
+    each one's run record and row naming that device and slot 0; the worker imported the
+    session's checkout (its runs record the same commit); the geometry half is left out."""
+    *_, out = dry_run
+    scale = json.loads((out / "scale.json").read_text())
+    sweep = scale["sweep"]
+    assert sweep["passed"] and sweep["trained"] == 2 and sweep["expected_device"] == "cpu"
+    assert [(c["run_device"], c["row_device"], c["slot"], c["steps_done"])
+            for c in sweep["cells"]] == [("cpu", "cpu", 0, sweep["steps"])] * 2
+    assert {c["git_commit"] for c in sweep["cells"]} == {sweep["session_git_commit"]}
+    assert scale["not_in_dry_run"] == ["geometry"] and not scale["skipped"]
+    line = json.loads((out / "session.json").read_text())["scale"]
+    assert line["sweep_passed"] and line["sweep_cell_devices"] == ["cpu", "cpu"]
+
+
+def test_the_geometry_differences_judge_every_row():
+    """One worker against this process: equal to float rounding passes; a value past the
+    tolerance, a NaN on one side only, a missing row or metric fails."""
+    from gpu.scale import KEYS, METRICS, metric_differences
+
+    a = pd.DataFrame([{"prompt_set": "task", "layer": 1, "metric": m, "target": t,
+                       "reference": "model", "value": 0.25 + i / 10}
+                      for i, m in enumerate(METRICS) for t in ("model_entropy", "x")])
+    a.loc[a.index[-1], "value"] = float("nan")  # undefined on both sides: agrees
+    near = a.assign(value=a["value"] * (1 + 1e-6))
+    d = metric_differences(a, near)
+    assert d["agree"] and d["not_close"] == 0 and d["nan_in_both"] == 1
+    assert 0 < d["max_abs_diff_named"] < 1e-5
+    far = near.copy()
+    far.loc[far.index[0], "value"] += 1e-3
+    assert not metric_differences(a, far)["agree"]
+    assert metric_differences(a, far)["max_abs_diff_by_metric"][METRICS[0]] > 9e-4
+    one_nan = near.copy()
+    one_nan.loc[one_nan.index[0], "value"] = float("nan")
+    d = metric_differences(a, one_nan)
+    assert not d["agree"] and d["nan_in_one_only"] == 1
+    assert not metric_differences(a, near.iloc[1:])["agree"]  # a row missing
+    without = a[a["metric"] != METRICS[0]]
+    assert not metric_differences(without, without)["agree"]  # a metric missing
+    assert set(KEYS) < set(a.columns)
+
+
+@pytest.mark.slow
+def test_the_scale_geometry_half_runs_on_the_cpu(tmp_path):
+    """The half the dry run leaves out (11–22 s here, most of it its worker's start): the committed
+    tunnel with one worker pinned to the CPU equals the in-process run, every shard on the
+    CPU."""
+    from gpu.scale import METRICS, geometry_half
+
+    r = geometry_half("cpu", tmp_path, ROOT)
+    assert r["passed"], r
+    assert {s["stage"] for s in r["shards"]} == {"score", "capture-task"}
+    assert {s["device"] for s in r["shards"]} == {"cpu"}
+    assert set(r["max_abs_diff_by_metric"]) == set(METRICS) and r["rows"] >= len(METRICS)
+
+
+def test_the_default_budgets_add_up_to_the_session():
+    """Correctness, throughput, scale (at most 60 s) and every Paper I run with its
+    evaluation allowance fit the default budget less the clock's reserve."""
+    from gpu.paper import EVAL_ALLOWANCE
+    from gpu.session import Plan
+
+    p = Plan.make(False, None, None)
+    parts = p.correctness_s + p.throughput_s + p.scale_s
+    assert p.scale_s <= 60
+    assert parts + sum(s + EVAL_ALLOWANCE for s in p.paper_s.values()) <= p.total_s - 10
+    assert p.total_s + 15 <= 8 * 60  # with the script's start-up
+
+
+def test_the_scale_part_pins_the_sessions_gpu():
+    from gpu.scale import pinned_device
+
+    assert [pinned_device(d) for d in ("cuda", "cuda:1", "cpu")] == ["cuda:0", "cuda:1", "cpu"]
 
 
 def test_the_session_needs_no_wheel_beyond_those_carried(dry_run):
