@@ -249,10 +249,10 @@ class Runner:
                     if self.path is not None:
                         hooks.append((self.path, _reader(paths)))
                     with self.m.hooks(hooks):
-                        out["total"].put(c.rows, self._run(c)[:, -1].float())
+                        out["total"].put(c.rows, self._forward(c.cached)[:, -1].float())
                     if c.scale is not None:
                         with frozen_final_norm(self.m, c.scale):
-                            out["norm_frozen"].put(c.rows, self._run(c)[:, -1].float())
+                            out["norm_frozen"].put(c.rows, self._forward(c.cached)[:, -1].float())
         if self.path is not None:
             for c, p in zip(self.chunks, paths, strict=True):
                 assert c.final is not None and c.path is not None
@@ -264,9 +264,6 @@ class Runner:
                 res[e] = self._assemble(out[e], {})
                 res[e].acts = total.acts
         return res
-
-    def _run(self, c: Chunk) -> torch.Tensor:
-        return self._forward(c.cached)
 
     def _forward(self, cached: LayerInput) -> torch.Tensor:
         if self.resumed:
