@@ -16,6 +16,7 @@ full pass on the first batch). Each edited pass gives up to three effects (:data
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ from ...interp.layer_resume import (
 )
 from ...interp.norm_freeze import frozen_final_norm
 from ...interp.sites import HEAD_KINDS
+from ...interp.stacked_edits import repeat_batch, stackable, stacked_edits
 from ...interp.unembed import unembed
 from ...probes.energy_controls import EnergyMoments
 from ...records.progress import tqdm
@@ -40,6 +42,17 @@ from ...windtunnel import PosteriorPrompts
 
 #: the effects an edited pass can give, in order
 EFFECTS = ("total", "norm_frozen", "direct_path")
+
+#: logits = unembed(final_norm(final residual)) to this relative error (checked on the clean
+#: pass) lets the direct path run and the norm-frozen effect come from the total pass' final
+#: residual instead of a second forward
+HEAD_RTOL = 1e-4
+
+#: edited passes stacked into one forward hold at most this many padded tokens (prompts × width
+#: × replicas; a single replica always runs)
+STACK_TOKENS = 1 << 15
+#: ... and their logits at most this many numbers ([N, V] per pass and effect; 256 MB float32)
+STACK_LOGITS = 1 << 26
 
 
 def path_site(model: interp.InterpModel, site: str) -> str:
@@ -143,8 +156,15 @@ class Runner:
         self.resume_rel_error: float | None = None
         #: each prompt's final-token position [N] (set by the clean pass)
         self.last_positions = np.zeros(0, dtype=np.int64)
-        #: max |unembed(final_norm(h_clean)) − clean logits| / max |clean logits| (direct path)
+        #: max |unembed(final_norm(h_clean)) − clean logits| / max |clean logits| (direct path
+        #: or norm-frozen effect; on the first batch)
         self.head_rel_error: float | None = None
+        #: the clean pass' final residual and frozen scale give the norm-frozen logits through
+        #: unembed (:data:`HEAD_RTOL`), instead of a second edited forward
+        self.frozen_by_head = False
+        #: K edited passes per stacked forward, at most (None: :data:`STACK_TOKENS` decides)
+        self.max_stack: int | None = None
+        self.vocab_width = 1  # logits per row (set by the clean pass)
         self.resumed = True
         self.positions = positions
         #: per edited layer, the uncentred moments of the clean activations at every position
@@ -171,18 +191,22 @@ class Runner:
                   for site, L in zip(self.sites, self.layers, strict=True)]
         if self.norm_frozen:
             hooks.append(("final_norm.scale", lambda s: scales.append(s.detach().float())))
+        if self.path is not None or self.norm_frozen:
+            hooks.append((self.final, _reader(finals)))
         if self.path is not None:
-            hooks += [(self.final, _reader(finals)), (self.path, _reader(paths))]
+            hooks.append((self.path, _reader(paths)))
         for i in range(0, len(order), self.batch_size):
             rows = order[i:i + self.batch_size]
             batch = self.m.batch([tokens[j] for j in rows], rows.tolist())
             with self.m.hooks(hooks):
                 z, cached = forward_recording(self.m, batch, self.start, logits_to_keep=1)
             logits.put(rows, z[:, -1].float())
-            if self.path is not None and i == 0:
+            self.vocab_width = int(z.shape[-1])
+            if finals and i == 0:
                 ref = z[:, -1].float().cpu()
                 self.head_rel_error = float((self.head(finals[-1]) - ref).abs().max()
                                             / ref.abs().max().clamp(min=1e-12))
+                self.frozen_by_head = self.norm_frozen and self.head_rel_error <= HEAD_RTOL
             if i == 0:
                 self.resume_rel_error = resume_error(self.m, cached, z)
                 self.resumed = self.resume_rel_error <= RESUME_RTOL
@@ -191,7 +215,7 @@ class Runner:
                                   f"{self.resume_rel_error:.2g} (relative); running full passes",
                                   stacklevel=2)
             self.chunks.append(Chunk(rows, cached, scales[-1] if self.norm_frozen else None,
-                                     finals[-1] if self.path else None,
+                                     finals[-1] if finals else None,
                                      paths[-1] if self.path else None))
             bar.update(len(rows))
         bar.close()
@@ -225,10 +249,10 @@ class Runner:
                     if self.path is not None:
                         hooks.append((self.path, _reader(paths)))
                     with self.m.hooks(hooks):
-                        out["total"].put(c.rows, self._run(c)[:, -1].float())
+                        out["total"].put(c.rows, self._forward(c.cached)[:, -1].float())
                     if c.scale is not None:
                         with frozen_final_norm(self.m, c.scale):
-                            out["norm_frozen"].put(c.rows, self._run(c)[:, -1].float())
+                            out["norm_frozen"].put(c.rows, self._forward(c.cached)[:, -1].float())
         if self.path is not None:
             for c, p in zip(self.chunks, paths, strict=True):
                 assert c.final is not None and c.path is not None
@@ -241,7 +265,85 @@ class Runner:
                 res[e].acts = total.acts
         return res
 
-    def _run(self, c: Chunk) -> torch.Tensor:
+    def _forward(self, cached: LayerInput) -> torch.Tensor:
         if self.resumed:
-            return forward_from_layer(self.m, c.cached, logits_to_keep=1)
-        return self.m.forward(c.cached.batch, logits_to_keep=1)
+            return forward_from_layer(self.m, cached, logits_to_keep=1)
+        return self.m.forward(cached.batch, logits_to_keep=1)
+
+    def stack_size(self, n: int) -> int:
+        """How many of ``n`` edited passes run as replicas of one forward: at most
+        :data:`STACK_TOKENS` padded tokens per forward and :data:`STACK_LOGITS` logits held
+        per stack ([N, V] per pass and effect), at least 1."""
+        widest = max(c.cached.batch.size * c.cached.batch.width for c in self.chunks)
+        n_prompts = sum(len(c.rows) for c in self.chunks)
+        per_pass = n_prompts * self.vocab_width * (1 + self.norm_frozen + self.direct_path)
+        k = min(STACK_TOKENS // max(widest, 1), STACK_LOGITS // max(per_pass, 1))
+        if self.max_stack is not None:
+            k = min(k, self.max_stack)
+        return max(1, min(n, k))
+
+    def edited_many(self, edits: list[list[Intervention]]) -> Iterator[dict[str, PassOutput]]:
+        """:meth:`edited` for each set of edits in ``edits``, in order; sets that differ only in
+        their directions (:func:`interp.stacked_edits.stackable`, e.g. one condition along the
+        axis and its controls) run :meth:`stack_size` at a time as replicas of one forward,
+        with the norm-frozen logits from the total pass' final residual where
+        :attr:`frozen_by_head`. Equal to :meth:`edited` one set at a time to float rounding."""
+        if not edits:
+            return
+        same = all(len(e) == len(edits[0]) for e in edits) and all(
+            stackable([e[j] for e in edits]) for j in range(len(edits[0])))  # type: ignore[misc]
+        if not same:
+            for ivs in edits:
+                yield self.edited(ivs)
+            return
+        k = self.stack_size(len(edits))
+        for i in range(0, len(edits), k):
+            yield from self._stack(edits[i:i + k])
+
+    def _stack(self, replicas: list[list[Intervention]]) -> list[dict[str, PassOutput]]:
+        k, n = len(replicas), sum(len(c.rows) for c in self.chunks)
+        stores: dict[int, list[torch.Tensor]] = {L: [] for L in self.layers}
+        out = {e: [PromptRows(n) for _ in range(k)] for e in EFFECTS}
+        finals: list[torch.Tensor] = []
+        paths: list[torch.Tensor] = []
+        with stacked_edits(self.m, replicas):  # type: ignore[arg-type]
+            for c in self.chunks:
+                b = len(c.rows)
+                cached = LayerInput(c.cached.layer, repeat_batch(c.cached.batch, k),
+                                    c.cached.hidden.repeat(k, *([1] * (c.cached.hidden.ndim - 1))))
+                hooks = self._sites_hooks(stores)
+                if self.frozen_by_head or self.path is not None:
+                    hooks.append((self.final, _reader(finals)))
+                if self.path is not None:
+                    hooks.append((self.path, _reader(paths)))
+                with self.m.hooks(hooks):
+                    _split(out["total"], c.rows, self._forward(cached)[:, -1].float(), b)
+                if c.scale is not None and self.frozen_by_head:
+                    with frozen_final_norm(self.m, c.scale[:, -1:].repeat(k, 1)):
+                        _split(out["norm_frozen"], c.rows, self.head(finals[-1]), b)
+                elif c.scale is not None:
+                    with frozen_final_norm(self.m, c.scale.repeat(k, 1)):
+                        _split(out["norm_frozen"], c.rows, self._forward(cached)[:, -1].float(),
+                               b)
+                if self.path is not None:
+                    assert c.final is not None and c.path is not None
+                    h = c.final.repeat(k, 1) + (paths[-1] - c.path.repeat(k, 1))
+                    _split(out["direct_path"], c.rows, self.head(h), b)
+        rows = [c.rows for c in self.chunks]
+        res = []
+        for j in range(k):
+            acts = {L: _in_prompt_order([x[j * len(r):(j + 1) * len(r)] for x, r in
+                                         zip(v, rows, strict=True)], rows).numpy()
+                    for L, v in stores.items() if v}
+            one = {"total": PassOutput(out["total"][j].tensor(), acts)}
+            for e in EFFECTS[1:]:
+                if out[e][j].buf is not None:
+                    one[e] = PassOutput(out[e][j].tensor(), acts)
+            res.append(one)
+        return res
+
+
+def _split(dest: list[PromptRows], rows: np.ndarray, x: torch.Tensor, b: int) -> None:
+    """Replica j's rows ``x[j·b:(j+1)·b]`` of a stacked pass into ``dest[j]``."""
+    for j, d in enumerate(dest):
+        d.put(rows, x[j * b:(j + 1) * b])

@@ -65,7 +65,7 @@ from ..kit.writer import write_run
 from ..prompts.sula import model_posterior_prompts
 from .config import QUICK_CONTROLS, SteerConfig  # noqa: F401 (re-exported)
 from .nulls import LayerAxis, edit_directions, edit_energy
-from .passes import EFFECTS, Runner
+from .passes import EFFECTS, HEAD_RTOL, Runner
 from .result import AxisInfo, CleanScores, EffectStat, Resume, SteerResult
 from .scores import CleanRef, PassScores, conditions, energy_rows, per_prompt_rows, score, tidy
 from .stats import (
@@ -86,10 +86,6 @@ def posterior_prompts(cfg: SteerConfig, model: interp.InterpModel) -> PosteriorP
         return model_posterior_prompts(model, cfg)
     except TaskConfigError as e:
         raise ExperimentError(str(e)) from e
-
-
-#: the direct path needs logits = unembed(final_norm(final residual)) to this relative error
-HEAD_RTOL = 1e-4
 
 
 def fit_axes(acts: dict[int, np.ndarray], h: np.ndarray, sites: list[str], layers: list[int],
@@ -147,7 +143,8 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
     check_time(time.perf_counter() - t_pass, cfg.n_conditions * (n_random + 1),
                f"steering against {n_random:,} controls per layer", "--n-random",
                unit="edited passes (each at least the clean pass' time)", error=ExperimentError)
-    if runner.head_rel_error is not None and runner.head_rel_error > HEAD_RTOL:
+    if (cfg.direct_path and runner.head_rel_error is not None
+            and runner.head_rel_error > HEAD_RTOL):
         raise ExperimentError(f"the direct path needs logits = output embedding(final norm(final "
                          f"residual)); on this model they differ by {runner.head_rel_error:.2g} "
                          "(relative), so drop --direct-path")
@@ -183,11 +180,12 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
             continue
         crow: list[dict] = []
         cprompt: list[pd.DataFrame] = []
-        for dname, dirs in directions:
-            ivs = cond.interventions(sites, dirs, sigmas, cfg.positions)
+        names = [dname for dname, _ in directions]
+        edits = [cond.interventions(sites, dirs, sigmas, cfg.positions) for _, dirs in directions]
+        # the axis and its controls: replicas of one forward (passes.Runner.edited_many)
+        for dname, ivs, passes in zip(names, edits, runner.edited_many(edits), strict=True):
             crow += energy_rows({L: edit_energy(runner.moments[L], iv)
                                  for L, iv in zip(layers, ivs, strict=True)}, cond, dname)
-            passes = runner.edited(ivs)
             while passes:  # each pass dropped once scored, not kept alive into the next edit
                 eff = next(iter(passes))
                 s, _ = score(passes.pop(eff), pp, reads, ref, vocab)
