@@ -36,6 +36,8 @@ NOT_SIZES = {
     "deep_seeds": "bounded by --seeds (at most 5)",
     "eval_every": "an interval: a larger value is less work",
     "heads": "head indices", "edit_at": "a read index",
+    "gpus_per_node": "what a Slurm job asks for", "cpus_per_task": "what a Slurm job asks for",
+    "timeout_min": "a Slurm job's time limit (a cell resumes after it)",
 }
 
 
