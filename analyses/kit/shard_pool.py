@@ -3,7 +3,8 @@ running whole shards of a stage's prompts and writing each shard's result as a f
 
 A :class:`ShardPool` starts ``workers`` spawned processes (never forked: torch and CUDA do not
 survive a fork) the first time it has work; worker *i* takes device *i* of ``devices`` (or
-the default device) and ``cpu_count // workers`` torch threads, opens its model once
+the default device) and ``cpu_count // workers`` torch threads (at most ``OMP_NUM_THREADS``:
+:func:`analyses.kit.devices.worker_threads`), opens its model once
 (:func:`analyses.kit.models.open_model`, or the random-initialisation twin of it) and keeps it
 for every later shard. A :class:`Job` names a function by ``"module:function"`` (imported in
 the worker), called as ``fn(model, **kwargs)``; it returns arrays (``.npy``) and activation
@@ -37,6 +38,7 @@ import numpy as np
 
 from ...records import FaultError, Parts, atomic_write_bytes, part_name, write_json
 from ...records.progress import tqdm
+from .devices import worker_threads
 from .shard_options import ShardRecord
 
 #: a test hook: a folder; a worker about to run the part P waits while ``DIR/P.hold`` exists,
@@ -113,7 +115,7 @@ class ShardPool:
             queue = ctx.Queue()
             for i in range(self.workers):
                 queue.put(self.devices[i] if self.devices else None)
-            threads = max(1, (os.cpu_count() or 1) // self.workers)
+            threads = worker_threads(self.workers)
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx,
                                              initializer=_start_worker,
                                              initargs=(queue, threads, os.getpid()))

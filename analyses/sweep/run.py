@@ -11,9 +11,10 @@ recorded with its one-line error and the others go on; the command exits 1 if an
 Backends:
 
 * ``local`` (default): ``--workers`` processes on this machine (spawned, each with
-  ``cpu_count // workers`` torch threads), no server needed; with ``--devices`` (or ``--device
-  cuda`` and ``CUDA_VISIBLE_DEVICES``) worker *i* is pinned to the *i*-th device and each device
-  trains one cell at a time (:mod:`analyses.sweep.devices`);
+  ``cpu_count // workers`` torch threads, at most ``OMP_NUM_THREADS``), no server needed;
+  with ``--devices`` (or ``--device cuda`` and ``CUDA_VISIBLE_DEVICES``) worker *i* is
+  pinned to the *i*-th device and each device trains one cell at a time
+  (:mod:`analyses.sweep.devices`);
 * ``submitit``: Slurm job arrays through ``submitit`` (``pip install submitit``), each job
   asking for ``--gpus-per-node``, ``--cpus-per-task``, ``--mem-gb``, ``--timeout-min``, the
   partition, account and any other ``#SBATCH`` option (:mod:`analyses.sweep.resources`); where

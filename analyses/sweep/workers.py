@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
-import os
 import signal
 import threading
 from collections import deque
@@ -20,6 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from ..kit.devices import worker_threads
 from ..kit.errors import ExperimentError
 from .devices import Slot
 from .guard import run_job, start_pool_worker, this_sweep
@@ -50,7 +50,7 @@ def local_runs(jobs: Sequence[tuple[Any, Path]], workers: int,
     next cell goes to the first worker free. Stopped (Ctrl-C, SIGTERM, an error), the sweep
     cancels what has not started and terminates the workers, so none trains on."""
     pinned: list[Slot | None] = list(slots[:workers]) if slots else [None] * workers
-    threads = max(1, (os.cpu_count() or 1) // len(pinned))
+    threads = worker_threads(len(pinned))
 
     def pool(slot: Slot | None) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"),
