@@ -18,9 +18,11 @@ from ...windtunnel.names import PRESET_NAMES, TEXT_TASK_NAMES, TOKEN_TASK_NAMES
 from ...windtunnel.plateau_rule import unreachable
 from ...windtunnel.task_configs import task_params_problem
 from ...windtunnel.train_config import TrainConfig
+from ..kit.devices import normal
 from ..kit.errors import ExperimentError
 from ..kit.run_options import RunOptions
-from .devices import default_devices, device_problem, normal
+from ..kit.shard_options import devices_problem
+from .devices import default_devices
 from .resources import sbatch_problem
 
 BACKENDS = ("local", "submitit")
@@ -166,10 +168,9 @@ class SweepConfig(RunOptions, experiment="sweep"):
         problem = sbatch_problem(self.slurm_additional_parameters)
         if problem is not None:
             raise ExperimentError(problem)
-        for name in self.devices or ():
-            problem = device_problem(name)
-            if problem is not None:
-                raise ExperimentError(problem)
+        problem = devices_problem(self.devices or ())
+        if problem is not None:
+            raise ExperimentError(problem)
         gpus = [normal(d) or d for d in self.devices or () if normal(d) != "cpu"]
         twice = sorted({g for g in gpus if gpus.count(g) > 1})
         if twice:

@@ -17,8 +17,6 @@ Example:
     ('cuda:1', '1', 'cuda:0')
     >>> default_devices(None, "cuda", {"CUDA_VISIBLE_DEVICES": "0,1"})
     ('cuda:0', 'cuda:1')
-    >>> device_problem("gpu0")
-    "--devices gpu0: give cpu, cuda:N or N (a GPU's index, e.g. 0,1)"
 """
 
 from __future__ import annotations
@@ -28,9 +26,7 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
 from ...records.manifest import VISIBLE_DEVICES, visible_devices
-from ..kit.devices import device_problem, normal
-
-__all__ = ["Slot", "default_devices", "device_problem", "normal", "slots"]
+from ..kit.devices import normal
 
 
 def default_devices(devices: tuple[str, ...] | None, device: str | None,
