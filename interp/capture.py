@@ -37,7 +37,7 @@ from ..records import hold, run_manifest
 from ..records.progress import tqdm
 from .activation_store import ActivationStore, ShardWriter
 from .errors import InterpError, ModelNotLoadedError, NonFiniteActivationError
-from .finite import first_nonfinite
+from .finite import all_finite, first_nonfinite
 from .model import InterpModel
 from .positions import PositionSpec, RowSelection, check_positions, normalise_positions
 from .positions import select_rows as _select_rows
@@ -109,7 +109,7 @@ class _Rows:
         part = buf[self.offset:self.offset + y.shape[0]]
         part.copy_(y.detach())
         if check and self.check_finite and part.is_floating_point() \
-                and not bool(torch.isfinite(part).all()):
+                and not all_finite(part):
             self.raise_nonfinite(name, part)
 
     def raise_nonfinite(self, name: str, y: torch.Tensor) -> None:

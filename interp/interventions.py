@@ -49,7 +49,7 @@ from .errors import (
     NilInterventionWarning,
     NonFiniteActivationError,
 )
-from .finite import nonfinite_rows
+from .finite import all_finite, nonfinite_rows
 from .intervention_kinds import (
     AddVector,
     DirectionEdit,
@@ -226,7 +226,7 @@ class InterventionHandle(EffectsHandle):
                 new = xf.clone()
                 new[:, heads] = iv.edit(xf[:, heads], vv)
             new = new.to(x.dtype)
-            if self.check_finite:
+            if self.check_finite and not all_finite(new):
                 gone = ~nonfinite_rows(xf) & nonfinite_rows(new)
                 if bool(gone.any()):
                     _raise_nonfinite(iv, site, model, mask.cpu(), gone.cpu())

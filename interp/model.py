@@ -21,7 +21,7 @@ from torch import nn
 
 from .errors import InterpError, NonFiniteActivationError
 from .families import AttentionGeometry, ModuleMap, locate
-from .finite import first_nonfinite
+from .finite import all_finite, first_nonfinite
 from .hf_hooks import HFHookBackend, SiteFn
 from .model_files import no_tokenizer_message
 from .positions import PositionSpec, normalise_positions, position_mask
@@ -66,6 +66,8 @@ def check_logits(logits: torch.Tensor, batch: TokenBatch, edits: Sequence[str]) 
     """Raise :class:`NonFiniteActivationError` if ``logits`` [B, T', V] of an intervened
     forward hold NaN or inf at a real (not padding) token, naming ``edits`` and the first
     prompt and position affected."""
+    if all_finite(logits):
+        return
     width = logits.shape[1]
     real = batch.attention_mask[:, batch.width - width:].bool()
     found = first_nonfinite(logits, lead=2, where=real)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .errors import DirectionShapeError, InterpError, NonFiniteActivationError
-from .finite import nonfinite_rows
+from .finite import all_finite, nonfinite_rows
 from .intervention_kinds import DirectionEdit
 from .positions import normalise_positions
 from .token_batch import TokenBatch
@@ -161,6 +161,8 @@ def _hook(model: InterpModel, edits: Sequence[DirectionEdit], units: torch.Tenso
         new = edit.edit(xf, u[:, None, None, :])
         keep = mask.reshape(k, -1, x.shape[1], 1)
         out = torch.where(keep, new, xf).reshape(x.shape).to(x.dtype)
+        if all_finite(out):
+            return out
         gone = ~nonfinite_rows(xf.reshape(-1, xf.shape[-1])) & nonfinite_rows(
             out.float().reshape(-1, xf.shape[-1]))
         if bool(gone.any()):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...infotheory.measures import CHUNK_ELEMENTS
+from ...interp.finite import all_finite
 
 
 def model_posterior(logits: torch.Tensor, hyp_ids: np.ndarray | torch.Tensor) -> np.ndarray:
@@ -22,8 +22,7 @@ def model_posterior(logits: torch.Tensor, hyp_ids: np.ndarray | torch.Tensor) ->
     idx = torch.as_tensor(np.asarray(hyp_ids), dtype=torch.long)
     if idx.shape[0] != z.shape[0]:
         raise ValueError(f"logits have {z.shape[0]} rows, hyp_ids {idx.shape[0]}")
-    step = max(1, CHUNK_ELEMENTS // max(z.shape[-1], 1))
-    if not all(bool(torch.isfinite(c).all()) for c in z.split(step)):  # no [N, V] mask at once
+    if not all_finite(z):
         raise FloatingPointError("the model produced NaN/inf logits")
     picked = z.gather(1, idx.to(z.device)).to("cpu", torch.float64)
     return torch.softmax(picked, dim=1).numpy()

@@ -35,7 +35,7 @@ from ...interp.layer_resume import (
 from ...interp.norm_freeze import frozen_final_norm
 from ...interp.sites import HEAD_KINDS
 from ...interp.stacked_edits import repeat_batch, stackable, stacked_edits
-from ...interp.unembed import unembed
+from ...interp.unembed import frozen_head_logits, head_offset, unembed
 from ...probes.energy_controls import EnergyMoments
 from ...records.progress import tqdm
 from ...windtunnel import PosteriorPrompts
@@ -162,6 +162,10 @@ class Runner:
         #: the clean pass' final residual and frozen scale give the norm-frozen logits through
         #: unembed (:data:`HEAD_RTOL`), instead of a second edited forward
         self.frozen_by_head = False
+        #: ... and, where the head is linear in the norm's output (checked on the clean pass),
+        #: by rescaling the total pass' own logits (:func:`interp.unembed.frozen_head_logits`),
+        #: with no second head either; the logits of a norm output at its bias
+        self.offset: torch.Tensor | None = None
         #: K edited passes per stacked forward, at most (None: :data:`STACK_TOKENS` decides)
         self.max_stack: int | None = None
         self.vocab_width = 1  # logits per row (set by the clean pass)
@@ -207,6 +211,8 @@ class Runner:
                 self.head_rel_error = float((self.head(finals[-1]) - ref).abs().max()
                                             / ref.abs().max().clamp(min=1e-12))
                 self.frozen_by_head = self.norm_frozen and self.head_rel_error <= HEAD_RTOL
+                if self.frozen_by_head:
+                    self.offset = self._checked_offset(finals[-1], scales[-1][:, -1])
             if i == 0:
                 self.resume_rel_error = resume_error(self.m, cached, z)
                 self.resumed = self.resume_rel_error <= RESUME_RTOL
@@ -227,6 +233,17 @@ class Runner:
         rows = [c.rows for c in self.chunks]
         acts = {L: _in_prompt_order(v, rows).numpy() for L, v in stores.items() if v}
         return PassOutput(logits.tensor(), acts)
+
+    def _checked_offset(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor | None:
+        """:func:`interp.unembed.head_offset` if rescaling the clean logits of final residuals
+        ``h`` [B, D] reproduces the frozen norm's at twice their scale ``s`` [B] (the norm's
+        output halved about its bias) to :data:`HEAD_RTOL`, else None."""
+        offset = head_offset(self.m)
+        with frozen_final_norm(self.m, 2 * s[:, None]):
+            want = self.head(h)
+        got = frozen_head_logits(self.m, self.head(h), h, 2 * s, offset).cpu()
+        err = float((got - want).abs().max() / want.abs().max().clamp(min=1e-12))
+        return offset if err <= HEAD_RTOL else None
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
         """unembed(final_norm(h)) with the model's own modules: ``h`` [B, D] final-token
@@ -287,7 +304,8 @@ class Runner:
         their directions (:func:`interp.stacked_edits.stackable`, e.g. one condition along the
         axis and its controls) run :meth:`stack_size` at a time as replicas of one forward,
         with the norm-frozen logits from the total pass' final residual where
-        :attr:`frozen_by_head`. Equal to :meth:`edited` one set at a time to float rounding."""
+        :attr:`frozen_by_head` (its own logits rescaled where :attr:`offset` is set, else
+        through the head). Equal to :meth:`edited` one set at a time to float rounding."""
         if not edits:
             return
         same = all(len(e) == len(edits[0]) for e in edits) and all(
@@ -317,8 +335,12 @@ class Runner:
                 if self.path is not None:
                     hooks.append((self.path, _reader(paths)))
                 with self.m.hooks(hooks):
-                    _split(out["total"], c.rows, self._forward(cached)[:, -1].float(), b)
-                if c.scale is not None and self.frozen_by_head:
+                    z = self._forward(cached)[:, -1].float()
+                _split(out["total"], c.rows, z, b)
+                if c.scale is not None and self.frozen_by_head and self.offset is not None:
+                    _split(out["norm_frozen"], c.rows, frozen_head_logits(
+                        self.m, z, finals[-1], c.scale[:, -1].repeat(k), self.offset), b)
+                elif c.scale is not None and self.frozen_by_head:
                     with frozen_final_norm(self.m, c.scale[:, -1:].repeat(k, 1)):
                         _split(out["norm_frozen"], c.rows, self.head(finals[-1]), b)
                 elif c.scale is not None:

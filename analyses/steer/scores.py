@@ -22,16 +22,16 @@ import pandas as pd
 import torch
 
 from ...infotheory import (
+    LN2,
     Calibration,
     calibration,
     calibration_by_group,
-    entropy_bits_from_logprobs,
     entropy_bits_from_probs,
     kl_bits,
-    kl_bits_from_logprobs,
 )
 from ...infotheory.measures import CHUNK_ELEMENTS
 from ...interp import edits
+from ...interp.finite import all_finite
 from ...interp.interventions import DirectionEdit
 from ...windtunnel import PosteriorPrompts
 from ..kit.posteriors import model_posterior
@@ -93,42 +93,77 @@ def scored_logits(logits: torch.Tensor, vocab: np.ndarray | None) -> torch.Tenso
     return z.gather(1, torch.as_tensor(np.asarray(vocab), dtype=torch.long))
 
 
-def next_token_stats(z: torch.Tensor, ref: torch.Tensor | None = None,
+def next_token_stats(z: torch.Tensor, clean: CleanRef | None = None,
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Per row of logits ``z`` [N, K]: next-token entropy (bits), the top-1 column and, given
-    the reference logits ``ref`` [N, K], KL(softmax(ref) ‖ softmax(z)) in bits; each [N], in
-    float64, computed a block of rows at a time (at most ``CHUNK_ELEMENTS`` logits per block),
-    so a 262k-vocabulary pass needs no float64 copy of its own size."""
+    """Per row of finite logits ``z`` [N, K]: next-token entropy (bits), the top-1 column and,
+    given the clean pass' :class:`CleanRef` (its probabilities p over the same columns), KL(p ‖
+    softmax(z)) = Σ p log p − Σ p log q in bits; each [N], in float64, computed a block of rows
+    at a time (at most ``CHUNK_ELEMENTS`` logits per block), so a 262k-vocabulary pass needs no
+    float64 copy of its own size. The clean side (p and Σ p log p) is computed once, in
+    :meth:`CleanRef.of`, not once per pass."""
+    if not all_finite(z):
+        raise FloatingPointError("the model produced NaN/inf logits")
     n, width = z.shape
     step = max(1, CHUNK_ELEMENTS // max(int(width), 1))
     h, top1 = np.empty(n), np.empty(n, dtype=np.int64)
-    kl = None if ref is None else np.empty(n)
+    kl = None if clean is None else np.empty(n)
     for i in range(0, n, step):
         zc = z[i:i + step]
         lq = torch.log_softmax(zc.to(torch.float64), -1)
-        h[i:i + step] = entropy_bits_from_logprobs(lq).numpy()
+        h[i:i + step] = (-torch.linalg.vecdot(lq.exp(), lq) / LN2).numpy()
         top1[i:i + step] = zc.argmax(-1).numpy()
-        if ref is not None and kl is not None:
-            lp = torch.log_softmax(ref[i:i + step].to(torch.float64), -1)
-            kl[i:i + step] = kl_bits_from_logprobs(lp, lq).numpy()
+        if clean is not None and kl is not None:
+            p, plogp = clean.block(i, i + step)
+            kl[i:i + step] = ((plogp - torch.linalg.vecdot(p, lq)) / LN2).numpy()
     return h, top1, kl
+
+
+#: a clean pass' probabilities over the scored vocabulary are kept (float64) up to this many
+#: (512 MiB: 250 prompts of a 262k vocabulary); beyond it each block is recomputed per pass
+CLEAN_CACHE_ELEMENTS = 1 << 26
 
 
 @dataclass
 class CleanRef:
     """What edited passes are compared with: the clean pass's logits over the scored
     vocabulary (:func:`scored_logits`; the pass's own tensor for a text model, not a copy),
-    their next-token entropy and top-1 column."""
+    their next-token entropy, top-1 column, Σ p log p per row (nats) and, up to
+    :data:`CLEAN_CACHE_ELEMENTS`, their probabilities p (float64 [N, K])."""
 
     logits: torch.Tensor
     h_next: np.ndarray
     top1: np.ndarray
+    plogp: torch.Tensor
+    probs: torch.Tensor | None = None
 
     @classmethod
     def of(cls, out: PassOutput, vocab: np.ndarray | None = None) -> CleanRef:
         z = scored_logits(out.logits, vocab)
         h, top1, _ = next_token_stats(z)
-        return cls(z, h, top1)
+        ref = cls(z, h, top1, torch.zeros(0, dtype=torch.float64))
+        n, width = z.shape
+        step = max(1, CHUNK_ELEMENTS // max(int(width), 1))
+        keep = n * width <= CLEAN_CACHE_ELEMENTS
+        probs, plogp = [], []
+        for i in range(0, n, step):
+            p, lp = ref.log_probs(i, i + step)
+            plogp.append(torch.linalg.vecdot(p, lp))
+            if keep:
+                probs.append(p)
+        ref.plogp = torch.cat(plogp) if plogp else ref.plogp
+        ref.probs = torch.cat(probs) if keep and probs else None
+        return ref
+
+    def log_probs(self, i: int, j: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows ``i:j``: probabilities and log-probabilities (float64 [j − i, K])."""
+        lp = torch.log_softmax(self.logits[i:j].to(torch.float64), -1)
+        return lp.exp(), lp
+
+    def block(self, i: int, j: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows ``i:j``: p [j − i, K] (kept, or recomputed as :meth:`of` computed it) and
+        Σ p log p [j − i] (nats)."""
+        p = self.probs[i:j] if self.probs is not None else self.log_probs(i, j)[0]
+        return p, self.plogp[i:j]
 
 
 @dataclass
@@ -174,7 +209,7 @@ def score(out: PassOutput, pp: PosteriorPrompts, reads: dict[int, LayerAxis],
                    calibration_by_group(h, pp.h_bayes_bits, pp.group), kl_bayes_per_prompt=kl)
     s.read_axes(out.acts, h, reads)
     if clean is not None:
-        h_next, top1, kl = next_token_stats(scored_logits(out.logits, vocab), clean.logits)
+        h_next, top1, kl = next_token_stats(scored_logits(out.logits, vocab), clean)
         assert kl is not None
         s.kl_clean = float(kl.mean())
         s.top1_flip = float((top1 != clean.top1).mean())

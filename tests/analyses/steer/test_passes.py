@@ -49,7 +49,7 @@ def test_stacked_passes_equal_one_edit_at_a_time_on_a_wind_tunnel(windtunnel_run
     runner = Runner(m, pp, ["attn.1.v"], [1], batch_size=16, norm_frozen=True,
                     direct_path=True, progress=False)
     clean = runner.clean()
-    assert runner.frozen_by_head  # norm-frozen logits through the head, checked
+    assert runner.frozen_by_head and runner.offset is not None  # rescaled logits, checked
     runner.max_stack = max_stack
     dirs = _directions(clean.acts[1].shape[1], 5, 1)
     for cond in CONDITIONS:
@@ -62,11 +62,27 @@ def test_stacked_passes_equal_one_edit_at_a_time_on_two_llama_layers(text_models
     runner = Runner(m, _text_prompts(m, 20), ["resid_post.0", "resid_post.1"], [0, 1],
                     batch_size=8, norm_frozen=True, progress=False, positions=positions)
     clean = runner.clean()
-    assert runner.frozen_by_head and runner.stack_size(4) == 4
+    assert runner.frozen_by_head and runner.offset is not None and runner.stack_size(4) == 4
     for cond in CONDITIONS:
         _same(runner, cond, _directions(clean.acts[0].shape[1], 4, 2), positions)
+    runner.offset = None  # the norm-frozen logits through the head, stacked
+    _same(runner, CONDITIONS[0], _directions(clean.acts[0].shape[1], 3, 2), positions)
     runner.frozen_by_head = False  # the second forward with the frozen norm, stacked
     _same(runner, CONDITIONS[0], _directions(clean.acts[0].shape[1], 3, 2), positions)
+
+
+def test_a_head_that_is_not_linear_in_the_norm_output_gets_no_rescaling(text_models):
+    m = interp.load(text_models["llama"])
+    head = m.hf.get_output_embeddings()
+    handle = head.register_forward_hook(lambda mod, a, out: 2 * torch.tanh(out / 2))
+    try:  # soft-capped logits (Gemma 2's kind): rescaling them would be wrong
+        runner = Runner(m, _text_prompts(m, 10), ["attn.1.v"], [1], batch_size=8,
+                        norm_frozen=True, progress=False)
+        clean = runner.clean()
+        assert runner.frozen_by_head and runner.offset is None
+        _same(runner, CONDITIONS[0], _directions(clean.acts[1].shape[1], 3, 1), "all")
+    finally:
+        handle.remove()
 
 
 def test_edits_that_differ_in_more_than_direction_run_one_at_a_time(text_models):
