@@ -22,7 +22,7 @@ from ..kit.options import (
     out_path,
     restart_option,
 )
-from ..kit.shard_options import devices_option, workers_option
+from ..kit.shard_options import Sharded
 
 
 def positions(text: str) -> str | tuple[int, ...]:
@@ -37,7 +37,7 @@ def positions(text: str) -> str | tuple[int, ...]:
 
 
 @dataclass
-class CaptureOptions:
+class CaptureOptions(Sharded):
     model: str | None = model_option()
     prompts: Path = option(Path("prompts.txt"), "text file, one prompt per line", required=True)
     sites: tuple[str, ...] = option(
@@ -56,8 +56,6 @@ class CaptureOptions:
     store_dtype: str = option("float32", "stored dtype",
                               choices=("float32", "float16", "bfloat16"))
     device: str | None = option(None, "torch device, e.g. cuda:0")
-    workers: int = workers_option()
-    devices: tuple[str, ...] = devices_option()
     revision: str | None = option(None, "Hub revision (branch, tag or commit)")
     seed: int = seed_option()
 
@@ -132,7 +130,7 @@ def capture(ns: argparse.Namespace) -> int:
     from ...interp.prompt_count import check_prompt_count
 
     check_prompt_count(prompts)  # before torch or the model loads
-    if o.workers > 1 or o.devices:
+    if o.sharded:
         from .capture_shards import check_sharding, run_sharded
 
         check_sharding(o, len(prompts))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,8 @@ def check_sharding(o: Any, n_prompts: int) -> None:
     before anything loads."""
     from ..kit.shard_options import check_workers
 
-    check_workers(o.workers, o.devices, n_prompts, "prompts", CLIError)
+    check_workers(o.workers, o.devices, n_prompts, "prompts", CLIError, o.launcher,
+                  o.slurm_additional_parameters)
     if o.shard_prompts is not None and math.ceil(n_prompts / o.shard_prompts) < o.workers:
         raise CLIError(f"--shard-prompts {o.shard_prompts} makes "
                        f"{math.ceil(n_prompts / o.shard_prompts)} shard(s) of {n_prompts} "
@@ -75,7 +77,8 @@ def run_sharded(o: Any, prompts: list[str], progress: bool) -> Any:
     from ...interp.errors import InterpError
     from ...interp.prompts import prompts_sha256
     from ...interp.store_parts import merge_parts, part_dir
-    from ..kit.shard_pool import Job, ModelSpec, ShardPool
+    from ..kit.shard_array import shard_pool
+    from ..kit.shard_pool import Job, ModelSpec
 
     check_store_dir(o.out)
     for d in (*o.devices, *([o.device] if o.device else [])):
@@ -106,7 +109,9 @@ def run_sharded(o: Any, prompts: list[str], progress: bool) -> Any:
                      "prompts_per_shard": o.shard_prompts, "store_dtype": o.store_dtype,
                      "seed": o.seed})
                 for k in range(o.workers)]
-        with ShardPool(o.workers, devices, progress) as pool:
+        with shard_pool(replace(o, devices=devices), dirs[0].parent / "submitit",
+                        progress) as pool:
+            assert pool is not None
             _, records = pool.run(dirs[0].parent, jobs)
         from dataclasses import asdict
 

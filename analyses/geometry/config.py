@@ -99,7 +99,8 @@ def check_corpora(cfg: GeometryConfig) -> None:
 def check_sizes(cfg: GeometryConfig) -> None:
     """The pool and the cross-validated probe have room for the prompts asked for."""
     n, probe = cfg.n_per_quintile * cfg.n_bins, ProbeConfig()
-    check_workers(cfg.workers, cfg.devices, n, "prompts per set", cfg.error)
+    check_workers(cfg.workers, cfg.devices, n, "prompts per set", cfg.error, cfg.launcher,
+                  cfg.slurm_additional_parameters)
     if cfg.pool_size < n:
         raise ExperimentError(f"pool size {cfg.pool_size} is smaller than the {n} prompts to "
                             "sample")

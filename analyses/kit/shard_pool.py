@@ -140,26 +140,14 @@ class ShardPool:
         bar = tqdm(total=len(jobs), initial=len(done), unit="shard",
                    desc=jobs[0].stage if jobs else "shards", disable=not self.progress)
         try:
-            if todo:
-                pool = self._start()
-                futs: dict[Future, int] = {pool.submit(_work, jobs[i], str(root)): i
-                                           for i in todo}
-                for f in as_completed(futs):
-                    i = futs[f]
-                    job = jobs[i]
-                    try:
-                        f.result()
-                    except BrokenProcessPool:
-                        raise FaultError(
-                            f"a worker died while running {job.stage} shard {job.k + 1} of "
-                            f"{job.n_shards}; rerun the same command: finished shards are "
-                            "reused, only the others run") from None
-                    got = _part(parts, job)
-                    if got is None:
-                        raise FaultError(f"{root / job.name}: the part a worker wrote fails "
-                                         "its checksum; rerun the same command")
-                    done[i], records[i] = got, _record(job, got, reused=False)
-                    bar.update(1)
+            for i in self._compute(root, jobs, todo):
+                job = jobs[i]
+                got = _part(parts, job)
+                if got is None:
+                    raise FaultError(f"{root / job.name}: the part a worker wrote fails "
+                                     "its checksum; rerun the same command")
+                done[i], records[i] = got, _record(job, got, reused=False)
+                bar.update(1)
         except BaseException:
             self.close(stop=True)
             raise
@@ -172,6 +160,24 @@ class ShardPool:
                                  "than this run's model; run with --workers 1, or pass the "
                                  "model by a name or folder the workers can open")
         return [done[i] for i in range(len(jobs))], [records[i] for i in range(len(jobs))]
+
+    def _compute(self, root: Path, jobs: Sequence[Job], todo: list[int]) -> Iterator[int]:
+        """Run the jobs ``todo`` (indices into ``jobs``) on the workers; yields each index as
+        its part is written."""
+        if not todo:
+            return
+        pool = self._start()
+        futs: dict[Future, int] = {pool.submit(_work, jobs[i], str(root)): i for i in todo}
+        for f in as_completed(futs):
+            i = futs[f]
+            try:
+                f.result()
+            except BrokenProcessPool:
+                raise FaultError(
+                    f"a worker died while running {jobs[i].stage} shard {jobs[i].k + 1} of "
+                    f"{jobs[i].n_shards}; rerun the same command: finished shards are "
+                    "reused, only the others run") from None
+            yield i
 
 
 def _part(parts: Parts, job: Job) -> dict[str, Any] | None:
@@ -213,6 +219,19 @@ def _start_worker(queue: Any, threads: int, parent: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
+
+
+def array_work(job: Job, root: str, threads: int | None) -> str:
+    """One job of a submitit array: ``job``'s part, on the job's first GPU where it has one
+    (Slurm's ``--gpus-per-node``), else the CPU, with ``threads`` torch threads (None: as
+    many as the job's CPUs)."""
+    global _DEVICE
+    import torch
+
+    _DEVICE = "cuda" if torch.cuda.is_available() else None
+    cpus = threads or len(os.sched_getaffinity(0))
+    torch.set_num_threads(max(1, cpus))
+    return _work(job, root)
 
 
 def _hold(name: str) -> None:

@@ -39,6 +39,7 @@ from ...interp.unembed import frozen_head_logits, head_offset, unembed
 from ...probes.energy_controls import EnergyMoments
 from ...records.progress import tqdm
 from ...windtunnel import PosteriorPrompts
+from .prompt_rows import PromptRows, in_prompt_order, split_replicas
 
 #: the effects an edited pass can give, in order
 EFFECTS = ("total", "norm_frozen", "direct_path")
@@ -83,35 +84,6 @@ class PassOutput:
 
     logits: torch.Tensor
     acts: dict[int, np.ndarray] = field(default_factory=dict)
-
-
-class PromptRows:
-    """One pass's output [N, ...] on the CPU, in prompt order, written batch by batch at the
-    batch's prompt indices into one buffer (allocated at the first batch): no per-batch pieces
-    held until a concatenation and a reordered copy of it (three times a 262k-vocabulary
-    pass's logits before)."""
-
-    def __init__(self, n: int):
-        self.n, self.buf = n, None
-
-    def put(self, rows: np.ndarray, x: torch.Tensor) -> None:
-        x = x.detach().cpu()
-        if self.buf is None:
-            self.buf = torch.empty((self.n, *x.shape[1:]), dtype=x.dtype)
-        self.buf[torch.as_tensor(rows)] = x
-
-    def tensor(self) -> torch.Tensor:
-        assert self.buf is not None, "no batch was written"
-        return self.buf
-
-
-def _in_prompt_order(parts: list[torch.Tensor], rows: list[np.ndarray]) -> torch.Tensor:
-    """Small per-batch pieces (site activations; rows ``rows[i]`` each) -> [N, ...] in prompt
-    order."""
-    out = PromptRows(sum(len(r) for r in rows))
-    for r, x in zip(rows, parts, strict=True):
-        out.put(r, x)
-    return out.tensor()
 
 
 def _reader(store: list[torch.Tensor]) -> Any:
@@ -231,7 +203,7 @@ class Runner:
                   ) -> PassOutput:
         """The pass's logits and its per-batch site activations, in prompt order."""
         rows = [c.rows for c in self.chunks]
-        acts = {L: _in_prompt_order(v, rows).numpy() for L, v in stores.items() if v}
+        acts = {L: in_prompt_order(v, rows).numpy() for L, v in stores.items() if v}
         return PassOutput(logits.tensor(), acts)
 
     def _checked_offset(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor | None:
@@ -336,25 +308,25 @@ class Runner:
                     hooks.append((self.path, _reader(paths)))
                 with self.m.hooks(hooks):
                     z = self._forward(cached)[:, -1].float()
-                _split(out["total"], c.rows, z, b)
+                split_replicas(out["total"], c.rows, z, b)
                 if c.scale is not None and self.frozen_by_head and self.offset is not None:
-                    _split(out["norm_frozen"], c.rows, frozen_head_logits(
+                    split_replicas(out["norm_frozen"], c.rows, frozen_head_logits(
                         self.m, z, finals[-1], c.scale[:, -1].repeat(k), self.offset), b)
                 elif c.scale is not None and self.frozen_by_head:
                     with frozen_final_norm(self.m, c.scale[:, -1:].repeat(k, 1)):
-                        _split(out["norm_frozen"], c.rows, self.head(finals[-1]), b)
+                        split_replicas(out["norm_frozen"], c.rows, self.head(finals[-1]), b)
                 elif c.scale is not None:
                     with frozen_final_norm(self.m, c.scale.repeat(k, 1)):
-                        _split(out["norm_frozen"], c.rows, self._forward(cached)[:, -1].float(),
-                               b)
+                        split_replicas(out["norm_frozen"], c.rows,
+                                       self._forward(cached)[:, -1].float(), b)
                 if self.path is not None:
                     assert c.final is not None and c.path is not None
                     h = c.final.repeat(k, 1) + (paths[-1] - c.path.repeat(k, 1))
-                    _split(out["direct_path"], c.rows, self.head(h), b)
+                    split_replicas(out["direct_path"], c.rows, self.head(h), b)
         rows = [c.rows for c in self.chunks]
         res = []
         for j in range(k):
-            acts = {L: _in_prompt_order([x[j * len(r):(j + 1) * len(r)] for x, r in
+            acts = {L: in_prompt_order([x[j * len(r):(j + 1) * len(r)] for x, r in
                                          zip(v, rows, strict=True)], rows).numpy()
                     for L, v in stores.items() if v}
             one = {"total": PassOutput(out["total"][j].tensor(), acts)}
@@ -363,9 +335,3 @@ class Runner:
                     one[e] = PassOutput(out[e][j].tensor(), acts)
             res.append(one)
         return res
-
-
-def _split(dest: list[PromptRows], rows: np.ndarray, x: torch.Tensor, b: int) -> None:
-    """Replica j's rows ``x[j·b:(j+1)·b]`` of a stacked pass into ``dest[j]``."""
-    for j, d in enumerate(dest):
-        d.put(rows, x[j * b:(j + 1) * b])

@@ -22,8 +22,8 @@ from ..kit.devices import normal
 from ..kit.errors import ExperimentError
 from ..kit.run_options import RunOptions
 from ..kit.shard_options import devices_problem
+from ..kit.slurm_options import resource_option, sbatch_problem
 from .devices import default_devices
-from .resources import sbatch_problem
 
 BACKENDS = ("local", "submitit")
 #: what the submitit options need (:func:`records.option`'s ``needs``): the local pool would
@@ -47,16 +47,6 @@ def json_object(text: str, value: type = dict, example: str = '{"hmm": {"K": 20}
 def json_lists(text: str) -> dict[str, Any]:
     """A JSON object of lists from the command line (``--eval-params``)."""
     return json_object(text, list, '{"hmm": [{"K": 30}, {"K": 50}]}')
-
-
-def json_flags(text: str) -> dict[str, Any]:
-    """A JSON object of #SBATCH options from the command line
-    (``--slurm-additional-parameters``); :func:`sbatch_problem` checks its values."""
-    obj = json_object(text, object, '{"constraint": "a100"}')
-    problem = sbatch_problem(obj)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(problem)
-    return obj
 
 
 @dataclass
@@ -98,22 +88,14 @@ class SweepConfig(RunOptions, experiment="sweep"):
         "time: cuda:0,cuda:1 or 0,1 (cpu,cpu: two CPU workers) (default: with --device cuda, "
         "each GPU of CUDA_VISIBLE_DEVICES; else --device)", identity=False)
     # submitit's parameters (Slurm's #SBATCH lines): how a job runs, never what it computes
-    gpus_per_node: int | None = option(None, "GPUs each job requests (Slurm --gpus-per-node)",
-                                       min=0, identity=False, needs=SUBMITIT)
-    cpus_per_task: int | None = option(None, "CPUs each job requests (Slurm --cpus-per-task)",
-                                       min=1, identity=False, needs=SUBMITIT)
-    mem_gb: float | None = option(None, "memory each job requests, GB (Slurm --mem)", above=0,
-                                  identity=False, needs=SUBMITIT)
-    timeout_min: int = option(24 * 60, "time limit of each job, minutes (Slurm --time)", min=1,
-                              identity=False, needs=SUBMITIT)
-    slurm_partition: str | None = option(None, "Slurm partition (--partition)", identity=False,
-                                         needs=SUBMITIT)
-    slurm_account: str | None = option(None, "Slurm account (--account)", identity=False,
-                                       needs=SUBMITIT)
-    slurm_additional_parameters: dict[str, Any] = option(
-        None, "other #SBATCH options as JSON, e.g. '{\"constraint\": \"a100\", \"qos\": "
-        "\"high\"}' (true: a flag without a value)", factory=dict, parse=json_flags,
-        metavar="JSON", identity=False, needs=SUBMITIT)
+    gpus_per_node: int | None = resource_option("gpus_per_node", SUBMITIT)
+    cpus_per_task: int | None = resource_option("cpus_per_task", SUBMITIT)
+    mem_gb: float | None = resource_option("mem_gb", SUBMITIT)
+    timeout_min: int = resource_option("timeout_min", SUBMITIT)
+    slurm_partition: str | None = resource_option("slurm_partition", SUBMITIT)
+    slurm_account: str | None = resource_option("slurm_account", SUBMITIT)
+    slurm_additional_parameters: dict[str, Any] = resource_option(
+        "slurm_additional_parameters", SUBMITIT)
 
     def check(self) -> None:
         super().check()

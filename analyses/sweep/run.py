@@ -17,7 +17,7 @@ Backends:
   (:mod:`analyses.sweep.devices`);
 * ``submitit``: Slurm job arrays through ``submitit`` (``pip install submitit``), each job
   asking for ``--gpus-per-node``, ``--cpus-per-task``, ``--mem-gb``, ``--timeout-min``, the
-  partition, account and any other ``#SBATCH`` option (:mod:`analyses.sweep.resources`); where
+  partition, account and any other ``#SBATCH`` option (:mod:`analyses.kit.slurm_options`); where
   no Slurm is found it runs the cells as local subprocesses (its own local executor, each job
   pinned to a device of ``--devices`` in turn), which is how it is tested here.
 
@@ -52,13 +52,13 @@ from ...records.options import expect_config
 from ...records.progress import tqdm
 from ...windtunnel.train_config import TrainConfig
 from ..kit.out_dirs import claim
+from ..kit.slurm_options import submitit_executor, submitit_parameters
 from ..kit.writer import write_run
 from .config import BACKENDS, SweepConfig, json_lists, json_object  # noqa: F401 (re-exported)
 from .devices import slots
 from .evals import cached
-from .resources import submitit_parameters
 from .result import METRICS, SweepCell, SweepResult
-from .workers import local_runs, sigterm_stops, submitit_executor, submitit_runs
+from .workers import local_runs, sigterm_stops, submitit_runs
 
 #: the metrics aggregated per cell (TrainResult's report, plus size and time)
 

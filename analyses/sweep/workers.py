@@ -21,6 +21,7 @@ from typing import Any
 
 from ..kit.devices import worker_threads
 from ..kit.errors import ExperimentError
+from ..kit.slurm_options import cancel_job
 from .devices import Slot
 from .guard import run_job, start_pool_worker, this_sweep
 
@@ -93,18 +94,6 @@ def local_runs(jobs: Sequence[tuple[Any, Path]], workers: int,
         p.shutdown()
 
 
-def submitit_executor(folder: Path, parameters: dict[str, Any]) -> Any:
-    """submitit's ``AutoExecutor`` in ``folder`` (Slurm where ``srun`` is found, else its local
-    executor) with ``parameters`` (:func:`analyses.sweep.resources.submitit_parameters`)."""
-    try:
-        import submitit
-    except ImportError:
-        raise ExperimentError("the submitit backend needs submitit: pip install submitit") from None
-    ex = submitit.AutoExecutor(folder=folder)
-    ex.update_parameters(**parameters)
-    return ex
-
-
 def submit_cells(ex: Any, jobs: Sequence[tuple[Any, Path]], slots: Sequence[Slot] | None,
                  given: bool) -> list[Any]:
     """Submit one job per cell (one job array) to ``ex``. Under submitit's local executor job
@@ -134,17 +123,5 @@ def submitit_runs(jobs: Sequence[tuple[Any, Path]], ex: Any, slots: Sequence[Slo
     except BaseException:  # stopped: cancel every job (a local one also ends with the sweep)
         for job in submitted:
             with contextlib.suppress(Exception):
-                _cancel(job)
+                cancel_job(job)
         raise
-
-
-def _cancel(job: Any) -> None:
-    """Cancel a submitit job. A local one's controller is sent SIGTERM, which it forwards to
-    the job's process (:func:`guard.run_job` lets SIGTERM end it) and then exits quietly;
-    ``job.cancel`` sends it SIGINT, whose KeyboardInterrupt traceback lands on the sweep's
-    stderr after its one-line message. A Slurm job is cancelled (``scancel``)."""
-    controller = getattr(job, "_process", None)  # submitit keeps a local job's Popen here
-    if controller is not None:
-        controller.send_signal(signal.SIGTERM)
-    else:
-        job.cancel(check=False)

@@ -6,6 +6,8 @@ library and /usr/share/common-licenses), whatever optional corpus packages are i
 from __future__ import annotations
 
 import importlib.util
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -64,3 +66,19 @@ def base_corpora(monkeypatch: pytest.MonkeyPatch) -> CorpusPaths:
     for var in ("R_LIBS", "R_LIBS_USER", "R_LIBS_SITE"):
         monkeypatch.delenv(var, raising=False)
     return CorpusPaths(r_libraries=())
+
+
+@pytest.fixture
+def slurm_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``srun`` and ``sbatch`` on ``PATH``: ``sbatch`` answers as Slurm does and notes the script
+    it was given (in the returned file); nothing is run."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    given = tmp_path / "sbatch-args"
+    scripts = {"srun": "#!/bin/sh\nexit 1\n",
+               "sbatch": f'#!/bin/sh\necho "$@" >> {given}\necho "Submitted batch job 4242"\n'}
+    for name, text in scripts.items():
+        (bin_ / name).write_text(text)
+        (bin_ / name).chmod((bin_ / name).stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
+    return given

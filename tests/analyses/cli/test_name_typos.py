@@ -45,9 +45,9 @@ TYPOS: dict[str, tuple[str, str]] = {
 TYPOS_OF = {("patch", "sites"): ("resid_pe", "--sites resid_pe: give distinct site kinds")}
 #: (command, field) of options that hold free text or paths, not names (a Slurm partition or
 #: account is the cluster's name, known only to it)
-FREE = {("dynamics verify", "prompts"), ("sweep", "slurm_partition"), ("sweep", "slurm_account"),
+FREE = {("dynamics verify", "prompts"),
         *((c, f) for c in COMMANDS for f in ("device", "labels", "remap_labels", "revision",
-                                             "run_dir"))}
+                                             "run_dir", "slurm_partition", "slurm_account"))}
 
 
 def _name_options() -> list[tuple[str, str, str]]:

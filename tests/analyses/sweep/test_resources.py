@@ -1,23 +1,25 @@
 """A Slurm sweep asks for what it needs: the sweep's submitit options reach the ``#SBATCH``
 lines of the script submitit writes, read here from a real submission to a stand-in ``sbatch``
-(no cluster: ``srun`` and ``sbatch`` are two small scripts on ``PATH``, so submitit takes this
-machine for a Slurm cluster and submits exactly as it would there); given with the local
+(no cluster: ``srun`` and ``sbatch`` are two small scripts on ``PATH``, the ``slurm_here``
+fixture, so submitit takes this machine for a Slurm cluster and submits exactly as it would
+there); given with the local
 backend, where nothing would read them, they are refused in one line."""
 
 from __future__ import annotations
 
-import os
-import stat
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bayesgeom.analyses.cli import build_parser, main
 from bayesgeom.analyses.kit.errors import ExperimentError
+from bayesgeom.analyses.kit.slurm_options import (
+    sbatch_problem,
+    submitit_executor,
+    submitit_parameters,
+)
 from bayesgeom.analyses.registry import experiments
 from bayesgeom.analyses.sweep.config import SweepConfig
-from bayesgeom.analyses.sweep.resources import sbatch_problem, submitit_parameters
 
 pytest.importorskip("submitit")
 
@@ -37,25 +39,9 @@ def _config(argv: list[str]) -> Any:
     return cfg
 
 
-@pytest.fixture
-def slurm_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``srun`` and ``sbatch`` on ``PATH``: ``sbatch`` answers as Slurm does and notes the script
-    it was given (in the returned file); nothing is run."""
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    given = tmp_path / "sbatch-args"
-    scripts = {"srun": "#!/bin/sh\nexit 1\n",
-               "sbatch": f'#!/bin/sh\necho "$@" >> {given}\necho "Submitted batch job 4242"\n'}
-    for name, text in scripts.items():
-        (bin_ / name).write_text(text)
-        (bin_ / name).chmod((bin_ / name).stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
-    return given
-
-
 def test_the_sbatch_script_requests_the_gpus_partition_and_the_rest(slurm_here, tmp_path):
     from bayesgeom.analyses.sweep.run import cells
-    from bayesgeom.analyses.sweep.workers import submit_cells, submitit_executor
+    from bayesgeom.analyses.sweep.workers import submit_cells
 
     cfg = _config([*GRID, *ASKED, "--out", str(tmp_path / "s")])
     ex = submitit_executor(tmp_path / "submitit", submitit_parameters(cfg, cfg.worker_count()))
@@ -75,7 +61,7 @@ def test_the_sbatch_script_requests_the_gpus_partition_and_the_rest(slurm_here, 
 def test_without_the_options_the_script_asks_for_no_gpu(slurm_here, tmp_path):
     """The control: a sweep that names no resources requests none (its 24 h limit aside)."""
     from bayesgeom.analyses.sweep.run import cells
-    from bayesgeom.analyses.sweep.workers import submit_cells, submitit_executor
+    from bayesgeom.analyses.sweep.workers import submit_cells
 
     cfg = _config([*GRID, "--backend", "submitit", "--out", str(tmp_path / "s")])
     ex = submitit_executor(tmp_path / "submitit", submitit_parameters(cfg, cfg.worker_count()))
@@ -87,7 +73,7 @@ def test_without_the_options_the_script_asks_for_no_gpu(slurm_here, tmp_path):
 
 def test_devices_are_refused_on_slurm_before_anything_is_submitted(slurm_here, tmp_path):
     from bayesgeom.analyses.sweep.run import cells
-    from bayesgeom.analyses.sweep.workers import submit_cells, submitit_executor
+    from bayesgeom.analyses.sweep.workers import submit_cells
 
     cfg = _config([*GRID, "--backend", "submitit", "--devices", "0,1",
                    "--out", str(tmp_path / "s")])
