@@ -99,7 +99,9 @@ def launcher_option() -> Any:
 @dataclass
 class Sharded:
     """``workers`` and ``devices``: run the forward passes in worker processes, one model
-    copy each, over contiguous shards of the prompts (:mod:`analyses.kit.shard_pool`)."""
+    copy each, over contiguous shards of the prompts (:mod:`analyses.kit.shard_pool`); with
+    ``launcher`` ``submitit``, as the jobs of a submitit array with these Slurm requests
+    (:mod:`analyses.kit.shard_array`)."""
 
     workers: int = workers_option()
     devices: tuple[str, ...] = devices_option()
