@@ -229,7 +229,8 @@ def array_work(job: Job, root: str, threads: int | None) -> str:
     import torch
 
     _DEVICE = "cuda" if torch.cuda.is_available() else None
-    cpus = threads or len(os.sched_getaffinity(0))
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux: the cores Slurm gave the job
+    cpus = threads or (len(affinity(0)) if affinity else os.cpu_count() or 1)
     torch.set_num_threads(max(1, cpus))
     return _work(job, root)
 

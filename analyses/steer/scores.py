@@ -138,12 +138,15 @@ class CleanRef:
 
     @classmethod
     def of(cls, out: PassOutput, vocab: np.ndarray | None = None) -> CleanRef:
+        """One pass over the clean logits, a block of rows at a time as
+        :func:`next_token_stats` reads them (so its entropies are the ones it would give)."""
         z = scored_logits(out.logits, vocab)
-        h, top1, _ = next_token_stats(z)
-        ref = cls(z, h, top1, torch.zeros(0, dtype=torch.float64))
+        if not all_finite(z):
+            raise FloatingPointError("the model produced NaN/inf logits")
         n, width = z.shape
         step = max(1, CHUNK_ELEMENTS // max(int(width), 1))
         keep = n * width <= CLEAN_CACHE_ELEMENTS
+        ref = cls(z, np.empty(0), z.argmax(-1).numpy(), torch.zeros(0, dtype=torch.float64))
         probs, plogp = [], []
         for i in range(0, n, step):
             p, lp = ref.log_probs(i, i + step)
@@ -151,6 +154,7 @@ class CleanRef:
             if keep:
                 probs.append(p)
         ref.plogp = torch.cat(plogp) if plogp else ref.plogp
+        ref.h_next = (-ref.plogp / LN2).numpy()
         ref.probs = torch.cat(probs) if keep and probs else None
         return ref
 
