@@ -1,4 +1,5 @@
 import os
+import tempfile
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -42,6 +43,27 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"tests/conftest.py SLOWEST_FIRST names no file {missing}")
     rank = {f: i for i, f in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temp_files_in_basetemp(tmp_path_factory):
+    """Every temporary file of the session (the ``Example:`` blocks' ``tempfile.mkdtemp()``, the
+    processes the tests start) under pytest's own base directory, which pytest prunes to the last
+    three runs, instead of left in the system's temporary directory run after run. Not where that
+    directory is so deep (macOS) that a socket path under it (multiprocessing's) would pass the
+    limit of about 100 characters."""
+    root = str(tmp_path_factory.mktemp("tmp", numbered=False))
+    if len(root) > 60:
+        yield tempfile.gettempdir()
+        return
+    old, old_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = root, root
+    yield root
+    tempfile.tempdir = old
+    if old_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = old_env
 
 
 def load_factor() -> float:

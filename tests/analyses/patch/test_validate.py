@@ -98,19 +98,19 @@ class WordTokenizer:
         return {"input_ids": [[0, *self.encode(t)] for t in texts]}
 
 
-def test_token_problems_name_the_pair() -> None:
+def test_token_problems_name_the_pair(tmp_path: Path) -> None:
     tok = WordTokenizer()
-    rows = read_pairs_file(_write(Path(__import__("tempfile").mkdtemp()) / "p.jsonl",
+    rows = read_pairs_file(_write(tmp_path / "p.jsonl",
                                   [PAIR, {**PAIR, "corrupt": "the big dog sat"}]))
     assert token_problem(tok, rows).startswith("pair 1: the clean prompt has 4 tokens, the "
                                                "corrupt one 5")
-    rows = read_pairs_file(_write(Path(__import__("tempfile").mkdtemp()) / "p.jsonl",
+    rows = read_pairs_file(_write(tmp_path / "p.jsonl",
                                   [PAIR, {**PAIR, "answer": " on top"}]))
     assert token_problem(tok, rows).startswith("pair 1: answer ' on top' is 2 tokens")
-    rows = read_pairs_file(_write(Path(__import__("tempfile").mkdtemp()) / "p.jsonl",
+    rows = read_pairs_file(_write(tmp_path / "p.jsonl",
                                   [PAIR, {**PAIR, "clean": "a b c d", "corrupt": "a b c e"}]))
     assert "no two pairs have the same token length" in token_problem(tok, rows)
-    rows = read_pairs_file(_write(Path(__import__("tempfile").mkdtemp()) / "p.jsonl",
+    rows = read_pairs_file(_write(tmp_path / "p.jsonl",
                                   [PAIR, PAIR]))
     assert token_problem(tok, rows) is None
 
