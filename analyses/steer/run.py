@@ -54,6 +54,7 @@ from ... import interp
 from ...probes import AxisProvenance, fit_entropy_axis, prompt_set_hash
 from ...records import Parts, expect_config, fingerprint
 from ...records.budget import check_time
+from ...records.heap import HeapTrimmer
 from ...records.progress import tqdm
 from ...windtunnel import PosteriorPrompts, TaskConfigError
 from ...windtunnel.learned import LearnedCheck
@@ -179,6 +180,7 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
     bar = tqdm(total=len(conds) * len(directions), desc="edited passes", unit="pass",
                disable=not cfg.progress)
     reused = 0
+    trim = HeapTrimmer()  # freed logits returned to the system: the heap kept growing per pass
     for cond in conds:
         hit = parts.get(cond.key, fp_parts)
         if hit is not None and "per_prompt" in hit:
@@ -200,6 +202,7 @@ def _steer(cfg: SteerConfig, m: interp.InterpModel, layers: list[int], pp: Poste
                 s, _ = score(passes.pop(eff), pp, reads, ref, vocab)
                 crow += tidy(s, cond.key, cond.kind, cond.param, dname, eff, pp.group_name)
                 cprompt.append(per_prompt_rows(s, cond.key, dname, eff))
+                trim.step()
             bar.update(1)
         part_prompts = pd.concat(cprompt, ignore_index=True)
         parts.put(cond.key, fp_parts, table=pd.DataFrame(crow), per_prompt=part_prompts)
