@@ -32,6 +32,8 @@ DEFAULT_SITES = ("resid_pre", "attn.z", "attn_out", "mlp_out")
 #: how a wind tunnel's positions are chosen (module doc of :mod:`.pairs`)
 POSITIONS = ("reads", "all", "last")
 #: sizes of a ``--quick`` run
+#: pairs of each kind by default: a wind tunnel's, and SULA's (a multiple of its example counts)
+N_PAIRS, SULA_N_PAIRS = 32, 30
 QUICK = {"n_pairs": 8, "n_reads": 2, "n_resamples": 200, "n_splits": 4}
 
 
@@ -58,8 +60,9 @@ class PatchConfig(LoadOptions, ModelOptions, Batched, Seeded, TwinSeeded, RunOpt
     (its own task's pairs), a text model (SULA pairs) or, with ``pairs``, any text model on
     free prompt pairs."""
 
-    n_pairs: int = option(32, "clean/corrupt pairs of each kind (SULA: a multiple of its "
-                          f"{len(PAIR_KS)} example counts)", min=2, cost=SEQUENCES)
+    n_pairs: int | None = option(None, f"clean/corrupt pairs of each kind (default {N_PAIRS}; "
+                                 f"SULA: a multiple of its {len(PAIR_KS)} example counts, "
+                                 f"default {SULA_N_PAIRS})", min=2, cost=SEQUENCES)
     sites: tuple[str, ...] | None = option(None, "site kinds of the grid, e.g. "
                                            "resid_pre,attn.z (per-head kinds: one cell per "
                                            f"head; default {','.join(DEFAULT_SITES)}, without "
@@ -163,13 +166,15 @@ class PatchConfig(LoadOptions, ModelOptions, Batched, Seeded, TwinSeeded, RunOpt
             raise self.error(f"--pairs {self.pairs}: {problem}")
 
     def sized(self) -> PatchConfig:
-        """The configuration that runs: ``quick`` shrinks the pairs, reads and resamples."""
+        """The configuration that runs: ``n_pairs`` None becomes :data:`N_PAIRS`
+        (:data:`SULA_N_PAIRS` for SULA pairs); ``quick`` shrinks the pairs, reads and
+        resamples."""
+        sula = model_kind(self.model) == TEXT and self.pairs is None
+        n_pairs = self.n_pairs if self.n_pairs is not None else SULA_N_PAIRS if sula else N_PAIRS
         if not self.quick:
-            return self
-        n = QUICK["n_pairs"]
-        if model_kind(self.model) == TEXT and self.pairs is None:
-            n = len(PAIR_KS) * 2
-        return replace(self, n_pairs=min(self.n_pairs, n),
+            return replace(self, n_pairs=n_pairs)
+        n = len(PAIR_KS) * 2 if sula else QUICK["n_pairs"]
+        return replace(self, n_pairs=min(n_pairs, n),
                        n_reads=min(self.n_reads, QUICK["n_reads"]),
                        n_resamples=min(self.n_resamples, QUICK["n_resamples"]),
                        n_splits=min(self.n_splits, QUICK["n_splits"]))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bayesgeom.analyses.cli import main
+from bayesgeom.analyses.kit.errors import ExperimentError
 from bayesgeom.analyses.patch.config import PatchConfig, tunnel_shape
 from bayesgeom.analyses.patch.pairs_file import read_pairs_file, token_problem
 from bayesgeom.interp.patch_cells import ModelShape
@@ -145,3 +146,17 @@ def test_a_model_without_heads_drops_the_head_kinds_by_default(tmp_path: Path) -
     PatchConfig(model=str(run), out=tmp_path / "o").check()
     with pytest.raises(Exception, match="the model has no attention heads"):
         PatchConfig(model=str(run), sites=("attn.z",), out=tmp_path / "o2").check()
+
+
+def test_the_default_pairs_suit_each_kind_of_model(tmp_path: Path) -> None:
+    """No --n-pairs: 30 SULA pairs (10 per example count) on a text model, 32 on a wind tunnel,
+    the counts the checks accept; a given count is kept, and refused for SULA if not a
+    multiple of 3."""
+    text = PatchConfig(out=tmp_path / "o")  # the embedded SmolLM2
+    text.check()
+    assert text.sized().n_pairs == 30 and text.sized().n_pairs % 3 == 0
+    assert PatchConfig(model=BIJ, out=tmp_path / "o").sized().n_pairs == 32
+    assert PatchConfig(out=tmp_path / "o", n_pairs=12).sized().n_pairs == 12
+    assert PatchConfig(out=tmp_path / "o", quick=True).sized().n_pairs == 6
+    with pytest.raises(ExperimentError, match="give a multiple of 3"):
+        PatchConfig(out=tmp_path / "o", n_pairs=32).check()
