@@ -31,9 +31,9 @@ DIRECTIONS = ("denoising", "noising")
 DEFAULT_SITES = ("resid_pre", "attn.z", "attn_out", "mlp_out")
 #: how a wind tunnel's positions are chosen (module doc of :mod:`.pairs`)
 POSITIONS = ("reads", "all", "last")
-#: sizes of a ``--quick`` run
 #: pairs of each kind by default: a wind tunnel's, and SULA's (a multiple of its example counts)
 N_PAIRS, SULA_N_PAIRS = 32, 30
+#: sizes of a ``--quick`` run
 QUICK = {"n_pairs": 8, "n_reads": 2, "n_resamples": 200, "n_splits": 4}
 
 
