@@ -3,26 +3,16 @@ and writes its ratios; it stacks the passes in this tree (no timing is checked h
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import sys
-from pathlib import Path
 
-from bayesgeom.windtunnel.training import TrainConfig, train
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "steer_passes.py"
+from .conftest import load_script
 
 
-def test_quick_run_writes_the_ratios(tmp_path, monkeypatch):
-    run = tmp_path / "run"
-    train(TrainConfig(task="bijection", task_params={"V": 6}, arch="transformer", preset="tiny",
-                      steps=4, seed=0, batch_size=8, eval_every=4, eval_size=16,
-                      final_eval_size=16, ckpt_every=4, warmup_steps=1), run, progress=False)
-    spec = importlib.util.spec_from_file_location("steer_passes_bench", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+def test_quick_run_writes_the_ratios(tiny_tunnel, tmp_path, monkeypatch):
+    run = tiny_tunnel
+    mod = load_script("steer_passes")
     out = tmp_path / "bench.json"
     monkeypatch.setattr(sys, "argv", ["steer_passes.py", "--quick", "--model", str(run),
                                       "--reps", "1", "--out", str(out)])
