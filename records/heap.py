@@ -4,9 +4,10 @@ glibc's allocator keeps memory a process has freed, to reuse it; in a loop that 
 frees arrays of tens of MiB (an edited pass's logits over a 49k vocabulary, their float64 blocks)
 what it keeps can grow without bound: `bayesgeom steer` on SmolLM2 grew about 9 MiB per scored
 effect it scored (two per edited pass) and peaked at 13.9 GB, although the arrays alive stayed
-under 0.8 GB. ``malloc_trim`` returns those pages: every 16 scored effects it held the run at
-2.0 GB at the same pass rate, where a fixed 1 MiB mmap threshold (every large array mapped and
-unmapped) cut the pass rate by 45 % (docs/performance.md, "Memory of long runs").
+under 0.8 GB. ``malloc_trim`` returns those pages: every 16 scored effects it held two minutes of
+passes at a 1.95 GB peak (5.3 GB without) at the same pass rate, where a fixed 1 MiB mmap
+threshold (every large array mapped and unmapped) halved the pass rate (docs/performance.md,
+"Memory of long runs").
 
 Example:
     >>> trim = HeapTrimmer(every=16)
