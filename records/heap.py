@@ -3,7 +3,7 @@
 glibc's allocator keeps memory a process has freed, to reuse it; in a loop that allocates and
 frees arrays of tens of MiB (an edited pass's logits over a 49k vocabulary, their float64 blocks)
 what it keeps can grow without bound: `bayesgeom steer` on SmolLM2 grew about 9 MiB per scored
-effect it scored (two per edited pass) and peaked at 13.9 GB, although the arrays alive stayed
+effect (two per edited pass) and peaked at 13.9 GB, although the arrays alive stayed
 under 0.8 GB. ``malloc_trim`` returns those pages: every 16 scored effects it held two minutes of
 passes at a 1.95 GB peak (5.3 GB without) at the same pass rate, where a fixed 1 MiB mmap
 threshold (every large array mapped and unmapped) halved the pass rate (docs/performance.md,
@@ -23,17 +23,19 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+from collections.abc import Callable
 from functools import cache
 
 
 @cache
-def _malloc_trim() -> object | None:
+def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim`` or None (another libc, another system)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim
+        fn: Callable[[int], int] = libc.malloc_trim
+        return fn
     except (OSError, AttributeError):  # musl has no malloc_trim
         return None
 
@@ -44,7 +46,7 @@ def trim_heap() -> bool:
     fn = _malloc_trim()
     if fn is None:
         return False
-    fn(0)  # type: ignore[operator]
+    fn(0)
     return True
 
 
